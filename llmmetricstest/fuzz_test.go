@@ -47,17 +47,13 @@ func FuzzServe(f *testing.F) {
 	})
 }
 
-// FuzzCountPrompt: any JSON prompt or messages count at least one token.
-func FuzzCountPrompt(f *testing.F) {
-	f.Add(`{"messages":[{"content":"abc"}]}`, true)
-	f.Add(`{"prompt":[[1,2],"ab",{"text":"x"}]}`, false)
-	f.Fuzz(func(t *testing.T, body string, chat bool) {
-		var req apiRequest
-		if json.Unmarshal([]byte(body), &req) != nil {
-			return
-		}
-		if n := countPrompt(&req, chat); n < 1 {
-			t.Fatalf("countPrompt(%q) = %d", body, n)
+// FuzzCountText: any JSON values count at least one token.
+func FuzzCountText(f *testing.F) {
+	f.Add(`[{"content":"abc"}]`, `"x"`)
+	f.Add(`[[1,2],"ab",{"text":"x"}]`, `{"parts":[{"text":"y"}]}`)
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if n := countText(json.RawMessage(a), json.RawMessage(b)); n < 1 {
+			t.Fatalf("countText(%q, %q) = %d", a, b, n)
 		}
 	})
 }
