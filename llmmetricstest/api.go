@@ -4,148 +4,82 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"strconv"
-	"sync"
+	"strings"
 	"time"
 )
 
-// apiRequest holds the fields of a chat or text completion request that the
-// fake server reads.
-type apiRequest struct {
-	Model    string `json:"model"`
-	Messages []struct {
-		Content json.RawMessage `json:"content"`
-	} `json:"messages"`
-	Prompt        json.RawMessage `json:"prompt"`
-	Stream        bool            `json:"stream"`
-	StreamOptions *struct {
-		IncludeUsage         bool `json:"include_usage"`
-		ContinuousUsageStats bool `json:"continuous_usage_stats"`
-	} `json:"stream_options"`
-	MaxTokens           *int `json:"max_tokens"`
-	MaxCompletionTokens *int `json:"max_completion_tokens"`
+// This file is the protocol-independent half of a request: reading it,
+// queueing it on the scheduler (server.go), waiting for its tokens,
+// injecting faults and counting Stats. The wire formats live in one file
+// per API (openai.go, anthropic.go, gemini.go, ollama.go); each implements
+// protocol and encoder, so every API gets the same timing, faults and
+// counts.
+
+// call is what the server needs of one request, whatever its protocol.
+type call struct {
+	model  string // the model the request names ("": any)
+	prompt int    // prompt tokens counted from the request's texts
+	maxOut int    // output cap from the request (0: none)
+	stream bool
 }
 
-// countPrompt returns ⌈chars/4⌉ of the request's texts (token IDs count
-// one each), at least 1.
-func countPrompt(req *apiRequest, chat bool) int {
-	chars, ids := 0, 0
-	var walk func(raw json.RawMessage)
-	walk = func(raw json.RawMessage) {
-		raw = bytes.TrimSpace(raw)
-		if len(raw) == 0 {
-			return
-		}
-		switch raw[0] {
-		case '"':
-			var s string
-			if json.Unmarshal(raw, &s) == nil {
-				chars += len(s)
-			}
-		case '[':
-			var items []json.RawMessage
-			if json.Unmarshal(raw, &items) == nil {
-				for _, it := range items {
-					walk(it)
-				}
-			}
-		case '{': // a content part: {"type": "text", "text": "..."}
-			var part struct {
-				Text json.RawMessage `json:"text"`
-			}
-			if json.Unmarshal(raw, &part) == nil {
-				walk(part.Text)
-			}
-		default: // a token ID
-			ids++
-		}
+// protocol is one API endpoint: it reads a request and makes the encoder
+// of its answer.
+type protocol interface {
+	// parse reads the request. An error is answered 400, or with the
+	// status of a *requestError.
+	parse(r *http.Request, body []byte) (call, encoder, error)
+	// writeError answers with status and msg in the protocol's error shape.
+	writeError(w http.ResponseWriter, status int, msg string)
+}
+
+// encoder writes one request's answer in its API's wire format. Its
+// methods run on the request's handler goroutine, in this order for a
+// stream: streamHeader, begin (with the first token), token for each token
+// (e.sent already counts it), then end for a complete answer or fail for
+// an injected error event. A non-streaming answer is one call to whole.
+type encoder interface {
+	// streamHeader sets a stream's headers; flush reports whether they go
+	// out at once (else with the first bytes of the body).
+	streamHeader(h http.Header) (flush bool)
+	begin(e *emitter)
+	// token writes one token; last is true for the final token of a
+	// complete answer.
+	token(e *emitter, text string, last bool)
+	end(e *emitter)
+	fail(e *emitter, msg string)
+	// whole writes the non-streaming answer, headers included.
+	whole(e *emitter, text string)
+}
+
+// requestError is a rejected request's status and message.
+type requestError struct {
+	status int
+	msg    string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+// routes returns the server's handler: every API on the one scheduler.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	handle := func(pattern string, p protocol) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, p) })
 	}
-	if chat {
-		for _, m := range req.Messages {
-			walk(m.Content)
-		}
-	} else {
-		walk(req.Prompt)
-	}
-	return max(ids+(chars+3)/4, 1)
-}
-
-type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-}
-
-func newUsage(prompt, completion int) *usage {
-	return &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
-}
-
-type delta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
-}
-
-type choice struct {
-	Index        int             `json:"index"`
-	Delta        *delta          `json:"delta,omitempty"`   // chat chunks
-	Message      *message        `json:"message,omitempty"` // chat responses
-	Text         *string         `json:"text,omitempty"`    // completions
-	Logprobs     json.RawMessage `json:"logprobs"`
-	FinishReason *string         `json:"finish_reason"`
-}
-
-type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-// chunk is a streamed event or a whole response. Usage is any so that it
-// can be omitted (nil), null (jsonNull) or an object.
-type chunk struct {
-	ID                string   `json:"id"`
-	Object            string   `json:"object"`
-	Created           int64    `json:"created"`
-	Model             string   `json:"model"`
-	SystemFingerprint string   `json:"system_fingerprint,omitempty"`
-	Choices           []choice `json:"choices"`
-	Usage             any      `json:"usage,omitempty"`
-}
-
-var (
-	jsonNull = json.RawMessage("null")
-	words    = []string{"The", "model", "streams", "one", "token", "at", "a", "time", "while", "the",
-		"batch", "grows", "and", "every", "step", "takes", "a", "little", "longer", "so", "latency",
-		"rises", "with", "load", "until", "the", "cache", "is", "full", "."}
-)
-
-// tokenText returns the text of token i of request id: one word each.
-func tokenText(id, i int) string {
-	w := words[(id*7+i)%len(words)]
-	if i == 0 {
-		return w
-	}
-	return " " + w
-}
-
-// writeError writes an OpenAI-style error response.
-func writeError(w http.ResponseWriter, status int, typ, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(errorBody(typ, msg, status))
-}
-
-func errorBody(typ, msg string, code int) any {
-	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": code}}
-}
-
-func (s *Server) count(f func(st *Stats)) {
-	s.mu.Lock()
-	f(&s.stats)
-	s.mu.Unlock()
+	handle("POST /v1/chat/completions", openAIProtocol{chat: true})
+	handle("POST /v1/completions", openAIProtocol{})
+	handle("POST /v1/responses", responsesProtocol{})
+	handle("POST /v1/messages", anthropicProtocol{})
+	handle("POST /v1beta/models/{call}", geminiProtocol{})
+	handle("POST /v1/models/{call}", geminiProtocol{})
+	handle("POST /api/chat", ollamaProtocol{chat: true})
+	handle("POST /api/generate", ollamaProtocol{})
+	mux.HandleFunc("GET /v1/models", s.models)
+	return mux
 }
 
 // models serves GET /v1/models.
@@ -156,14 +90,21 @@ func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
 	}})
 }
 
-// serve handles both completion endpoints.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request, chat bool) {
+func (s *Server) count(f func(st *Stats)) {
+	s.mu.Lock()
+	f(&s.stats)
+	s.mu.Unlock()
+}
+
+// serve handles one request of protocol p.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, p protocol) {
+	start := time.Now()
 	s.mu.Lock()
 	if s.closed {
 		s.stats.Requests++
 		s.stats.BadRequests++
 		s.mu.Unlock()
-		writeError(w, http.StatusServiceUnavailable, "server_error", errServerClosed.Error())
+		p.writeError(w, http.StatusServiceUnavailable, errServerClosed.Error())
 		return
 	}
 	s.stats.Requests++
@@ -173,33 +114,33 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, chat bool) {
 	s.mu.Unlock()
 	defer s.handlers.Done()
 
-	var req apiRequest
 	body, err := io.ReadAll(io.LimitReader(r.Body, 8<<20))
+	var c call
+	var enc encoder
 	if err == nil {
-		err = json.Unmarshal(body, &req)
+		c, enc, err = p.parse(r, body)
 	}
 	if err != nil {
 		s.count(func(st *Stats) { st.BadRequests++ })
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "llmmetricstest: invalid JSON body: "+err.Error())
+		status, msg := http.StatusBadRequest, "llmmetricstest: invalid JSON body: "+err.Error()
+		if re := (*requestError)(nil); errors.As(err, &re) {
+			status, msg = re.status, re.msg
+		}
+		p.writeError(w, status, msg)
 		return
 	}
-	if req.Model != "" && req.Model != s.cfg.Model {
+	if c.model != "" && c.model != s.cfg.Model {
 		s.count(func(st *Stats) { st.BadRequests++ })
-		writeError(w, http.StatusNotFound, "invalid_request_error",
-			fmt.Sprintf("llmmetricstest: the model %q does not exist (this server serves %q)", req.Model, s.cfg.Model))
+		p.writeError(w, http.StatusNotFound,
+			fmt.Sprintf("llmmetricstest: the model %q does not exist (this server serves %q)", c.model, s.cfg.Model))
 		return
 	}
 
-	j := &job{id: id, ready: make(chan struct{}), notify: make(chan struct{}, 1)}
+	j := &job{id: id, ready: make(chan struct{}), notify: make(chan struct{}, 1), maxOut: max(c.maxOut, 0)}
 	if s.cfg.PromptTokens > 0 {
 		j.prompt = s.cfg.PromptTokens
 	} else {
-		j.prompt = countPrompt(&req, chat)
-	}
-	if req.MaxCompletionTokens != nil && *req.MaxCompletionTokens > 0 {
-		j.maxOut = *req.MaxCompletionTokens
-	} else if req.MaxTokens != nil && *req.MaxTokens > 0 {
-		j.maxOut = *req.MaxTokens
+		j.prompt = max(c.prompt, 1)
 	}
 	ctx := r.Context()
 	defer j.canceled.Store(true) // leaves the batch whatever happens
@@ -212,44 +153,39 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, chat bool) {
 		panic(http.ErrAbortHandler) // see abortOnClose
 	}
 	<-j.ready // closed by the scheduler right after receiving j
-	if j.fail {
+	switch j.fail {
+	case http.StatusInternalServerError:
 		s.count(func(st *Stats) { st.Failed++ })
-		writeError(w, http.StatusInternalServerError, "server_error", "llmmetricstest: injected failure")
+		p.writeError(w, j.fail, "llmmetricstest: injected failure")
+		return
+	case http.StatusTooManyRequests:
+		s.count(func(st *Stats) { st.RateLimited++ })
+		p.writeError(w, j.fail, "llmmetricstest: injected rate limit")
 		return
 	}
 	s.count(func(st *Stats) { st.PromptTokens += j.prompt })
 
-	e := &emitter{s: s, w: w, j: j, chat: chat, id: id, created: time.Now().Unix()}
-	if chat {
-		e.rid = "chatcmpl-" + strconv.Itoa(id)
-		e.object = "chat.completion.chunk"
-	} else {
-		e.rid = "cmpl-" + strconv.Itoa(id)
-		e.object = "text_completion"
-	}
-	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
-		e.includeUsage = true
-		e.continuous = req.StreamOptions.ContinuousUsageStats
-	}
-	if req.Stream {
+	e := &emitter{s: s, w: w, j: j, p: p, enc: enc, id: id, start: start, created: time.Now()}
+	if c.stream {
 		e.stream(ctx)
 	} else {
 		e.whole(ctx)
 	}
 }
 
-// emitter writes one request's response.
+// emitter writes one request's answer: the token loop and the faults,
+// common to every protocol; enc writes the bytes.
 type emitter struct {
-	s            *Server
-	w            http.ResponseWriter
-	j            *job
-	chat         bool
-	id           int
-	rid, object  string
-	created      int64
-	includeUsage bool
-	continuous   bool
-	sent         int
+	s       *Server
+	w       http.ResponseWriter
+	j       *job
+	p       protocol
+	enc     encoder
+	id      int
+	start   time.Time // the request arrived
+	created time.Time // the request left the scheduler's plan
+	firstAt time.Time // the first token was ready (zero before)
+	sent    int       // tokens written (or, for whole, answered)
 }
 
 // abortOnClose: when the server closes, an unfinished request is aborted
@@ -263,6 +199,9 @@ type emitter struct {
 func (e *emitter) wait(ctx context.Context) bool {
 	select {
 	case <-e.j.notify:
+		if e.firstAt.IsZero() && e.j.produced.Load() > 0 {
+			e.firstAt = time.Now()
+		}
 		return true
 	case <-ctx.Done():
 		e.s.count(func(st *Stats) { st.Canceled++ })
@@ -272,75 +211,21 @@ func (e *emitter) wait(ctx context.Context) bool {
 	}
 }
 
-// event writes one SSE event and flushes it.
-func (e *emitter) event(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b = []byte(`{}`)
-	}
-	_, _ = fmt.Fprintf(e.w, "data: %s\n\n", b)
-	if f, ok := e.w.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (e *emitter) base() chunk {
-	c := chunk{ID: e.rid, Object: e.object, Created: e.created, Model: e.s.cfg.Model}
-	if e.chat {
-		c.SystemFingerprint = "fp_llmmetricstest"
-	}
-	if e.continuous {
-		c.Usage = newUsage(e.j.prompt, e.sent)
-	} else if e.includeUsage {
-		c.Usage = jsonNull
-	}
-	return c
-}
-
-func (e *emitter) tokenChunk(text string, role bool, finish *string) chunk {
-	c := e.base()
-	ch := choice{Logprobs: jsonNull, FinishReason: finish}
-	if e.chat {
-		ch.Delta = &delta{}
-		if role {
-			ch.Delta.Role = "assistant"
-		}
-		if role || finish == nil {
-			ch.Delta.Content = &text
-		}
-	} else {
-		ch.Text = &text
-	}
-	c.Choices = []choice{ch}
-	return c
-}
-
-func (e *emitter) finishReason() *string {
-	fr := "stop"
-	if e.j.length {
-		fr = "length"
-	}
-	return &fr
-}
-
-// stream writes the SSE response.
+// stream writes a streaming answer.
 func (e *emitter) stream(ctx context.Context) {
-	h := e.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	e.w.WriteHeader(http.StatusOK)
-	if f, ok := e.w.(http.Flusher); ok {
-		f.Flush() // headers now, like vLLM; the role chunk comes with the first token
+	if e.enc.streamHeader(e.w.Header()) {
+		e.w.WriteHeader(http.StatusOK)
+		e.flush() // headers now, like vLLM; the first events come with the first token
 	}
 	j := e.j
-	role := e.chat
+	begun := false
 	for {
 		if !e.wait(ctx) {
 			return
 		}
-		if role {
-			e.event(e.tokenChunk("", true, nil))
-			role = false
+		if !begun {
+			e.enc.begin(e)
+			begun = true
 		}
 		produced := int(j.produced.Load())
 		for e.sent < produced {
@@ -349,9 +234,8 @@ func (e *emitter) stream(ctx context.Context) {
 				e.s.count(func(st *Stats) { st.Cut++ })
 				panic(http.ErrAbortHandler)
 			case j.errAt:
-				e.s.count(func(st *Stats) { st.ErrorEvents++ })
-				e.event(errorBody("server_error", "llmmetricstest: injected error event", http.StatusInternalServerError))
-				e.done()
+				e.s.count(func(st *Stats) { st.ErrorEvents++ }) // before the client can see it
+				e.enc.fail(e, "llmmetricstest: injected error event")
 				return
 			case j.pauseAt:
 				t := time.NewTimer(time.Duration(float64(e.s.cfg.PauseDuration) / e.s.cfg.Speedup))
@@ -366,38 +250,20 @@ func (e *emitter) stream(ctx context.Context) {
 					panic(http.ErrAbortHandler) // see abortOnClose
 				}
 			}
-			c := e.tokenChunk(tokenText(e.id, e.sent), false, nil)
-			e.sent++
-			if e.continuous {
-				c.Usage = newUsage(j.prompt, e.sent)
-			}
+			text := tokenText(e.id, e.sent)
 			e.s.count(func(st *Stats) { st.CompletionTokens++ }) // before the client can see it
-			e.event(c)
+			e.sent++
+			e.enc.token(e, text, e.sent == j.target)
 		}
 		if j.finished.Load() && e.sent >= j.target {
 			break
 		}
 	}
-	e.event(e.tokenChunk("", false, e.finishReason()))
-	if e.includeUsage {
-		u := e.base()
-		u.Choices = []choice{}
-		u.Usage = newUsage(j.prompt, e.sent)
-		e.event(u)
-	}
-	e.s.count(func(st *Stats) { st.OK++ })
-	e.done()
+	e.s.count(func(st *Stats) { st.OK++ }) // before the end marker
+	e.enc.end(e)
 }
 
-// done writes the [DONE] event and flushes it.
-func (e *emitter) done() {
-	_, _ = io.WriteString(e.w, "data: [DONE]\n\n")
-	if f, ok := e.w.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// whole writes a non-streaming JSON response once generation is done.
+// whole writes a non-streaming answer once generation is done.
 func (e *emitter) whole(ctx context.Context) {
 	j := e.j
 	for !j.finished.Load() {
@@ -411,71 +277,155 @@ func (e *emitter) whole(ctx context.Context) {
 		panic(http.ErrAbortHandler)
 	case j.errAt >= 0:
 		e.s.count(func(st *Stats) { st.ErrorEvents++ }) // before the client can see it
-		writeError(e.w, http.StatusInternalServerError, "server_error", "llmmetricstest: injected error")
+		e.p.writeError(e.w, http.StatusInternalServerError, "llmmetricstest: injected error")
 		return
 	}
-	var text bytes.Buffer
-	for i := range j.target {
-		text.WriteString(tokenText(e.id, i))
-	}
-	c := chunk{ID: e.rid, Created: e.created, Model: e.s.cfg.Model, Usage: newUsage(j.prompt, j.target)}
-	ch := choice{Logprobs: jsonNull, FinishReason: e.finishReason()}
-	if e.chat {
-		c.Object = "chat.completion"
-		c.SystemFingerprint = "fp_llmmetricstest"
-		ch.Message = &message{Role: "assistant", Content: text.String()}
-	} else {
-		c.Object = "text_completion"
-		t := text.String()
-		ch.Text = &t
-	}
-	c.Choices = []choice{ch}
+	e.sent = j.target
 	e.s.count(func(st *Stats) { st.OK++; st.CompletionTokens += j.target })
-	e.w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(e.w).Encode(c)
+	e.enc.whole(e, e.text())
 }
 
-// pipeListener is a net.Listener whose connections are net.Pipe pairs made
-// by dial: real HTTP over memory, usable inside a testing/synctest bubble.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
+// text returns the e.sent tokens answered so far.
+func (e *emitter) text() string {
+	var b strings.Builder
+	for i := range e.sent {
+		b.WriteString(tokenText(e.id, i))
+	}
+	return b.String()
 }
 
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
+// flush sends what was written.
+func (e *emitter) flush() {
+	if f, ok := e.w.(http.Flusher); ok {
+		f.Flush()
 	}
 }
 
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
+// write writes b and flushes it.
+func (e *emitter) write(b []byte) {
+	_, _ = e.w.Write(b)
+	e.flush()
 }
 
-func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
-
-func (l *pipeListener) dial(ctx context.Context) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.done:
-		return nil, errServerClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// sse writes one SSE event (with an event: line when event is set) and
+// flushes it.
+func (e *emitter) sse(event string, v any) {
+	var b bytes.Buffer
+	if event != "" {
+		b.WriteString("event: " + event + "\n")
 	}
+	b.WriteString("data: ")
+	b.Write(marshal(v))
+	b.WriteString("\n\n")
+	e.write(b.Bytes())
 }
 
-type pipeAddr struct{}
+// answer writes v as a whole JSON answer (status 200).
+func (e *emitter) answer(contentType string, v any) {
+	writeJSON(e.w, http.StatusOK, contentType, v)
+}
 
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "llmmetricstest.invalid:80" }
+// marshal encodes v (our own types, which always encode).
+func marshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`{}`)
+	}
+	return b
+}
+
+// writeJSON answers status with v.
+func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
+	w.Header().Set("Content-Type", contentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(append(marshal(v), '\n'))
+}
+
+// stopped reports whether the answer was cut by the request's output cap.
+func (e *emitter) stopped() bool { return e.j.length }
+
+// countText returns the prompt tokens of the given JSON values: ⌈chars/4⌉
+// of their texts (a string, or the "text", "content" and "parts" of an
+// object, recursively through arrays) plus one per token ID (a number),
+// at least 1. It covers OpenAI messages and content parts, Responses
+// input items, Anthropic content blocks, Gemini contents and parts, and
+// Ollama messages.
+func countText(values ...json.RawMessage) int {
+	chars, ids := 0, 0
+	var walk func(raw json.RawMessage, depth int)
+	walk = func(raw json.RawMessage, depth int) {
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || depth > 32 {
+			return
+		}
+		switch raw[0] {
+		case '"':
+			var s string
+			if json.Unmarshal(raw, &s) == nil {
+				chars += len(s)
+			}
+		case '[':
+			var items []json.RawMessage
+			if json.Unmarshal(raw, &items) == nil {
+				for _, it := range items {
+					walk(it, depth+1)
+				}
+			}
+		case '{':
+			var part struct {
+				Text, Content, Parts json.RawMessage
+			}
+			if json.Unmarshal(raw, &part) == nil {
+				walk(part.Text, depth+1)
+				walk(part.Content, depth+1)
+				walk(part.Parts, depth+1)
+			}
+		case 'n', 't', 'f': // null, true, false
+		default: // a token ID
+			ids++
+		}
+	}
+	for _, v := range values {
+		walk(v, 0)
+	}
+	return max(ids+(chars+3)/4, 1)
+}
+
+var words = []string{"The", "model", "streams", "one", "token", "at", "a", "time", "while", "the",
+	"batch", "grows", "and", "every", "step", "takes", "a", "little", "longer", "so", "latency",
+	"rises", "with", "load", "until", "the", "cache", "is", "full", "."}
+
+// tokenText returns the text of token i of request id: one word each.
+func tokenText(id, i int) string {
+	w := words[(id*7+i)%len(words)]
+	if i == 0 {
+		return w
+	}
+	return " " + w
+}
+
+// obj is a JSON object that keeps its keys in order (a map would sort
+// them): providers put "type" first, and so do we.
+type obj []kv
+
+type kv struct {
+	k string
+	v any
+}
+
+// MarshalJSON encodes o as a JSON object.
+func (o obj) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, f := range o {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, _ := json.Marshal(f.k)
+		v, err := json.Marshal(f.v)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}'), nil
+}

@@ -1,10 +1,11 @@
 // Package llmmetricstest helps test code that measures LLM serving: a manual
 // clock, a collector that turns what a Tracker emitted into plain values,
-// and a fake OpenAI-compatible server whose timing behaves like a real
-// continuously batching model server (so a load test sees a real saturation
-// knee). It does not depend on package llmmetrics; it works with any code
-// that takes a func() time.Time clock, an OpenTelemetry MeterProvider or an
-// OpenAI base URL.
+// and a fake LLM server speaking the OpenAI, Anthropic, Gemini and Ollama
+// APIs, whose timing behaves like a real continuously batching model
+// server (so a load test sees a real saturation knee). It does not depend
+// on package llmmetrics; it works with any code that takes a
+// func() time.Time clock, an OpenTelemetry MeterProvider or an API base
+// URL and an *http.Client.
 //
 // # Clock
 //
@@ -39,25 +40,43 @@
 //
 // # The fake server
 //
-// NewServer starts a server on a loopback port serving POST
-// /v1/chat/completions and /v1/completions (streaming with SSE or not,
-// stream_options.include_usage, vLLM's continuous_usage_stats,
-// max_tokens / max_completion_tokens) and GET /v1/models:
+// NewServer starts a server on a loopback port speaking five APIs, each
+// streaming and not:
+//
+//   - OpenAI POST /v1/chat/completions and /v1/completions (SSE,
+//     stream_options.include_usage, vLLM's continuous_usage_stats,
+//     max_tokens / max_completion_tokens) and /v1/responses (the
+//     Responses API's events, max_output_tokens); GET /v1/models;
+//   - Anthropic POST /v1/messages (message_start with the input tokens,
+//     message_delta with the cumulative output tokens, max_tokens);
+//   - Gemini POST /v1beta/models/{model}:streamGenerateContent (SSE with
+//     ?alt=sse, else a streamed JSON array) and :generateContent
+//     (generationConfig.maxOutputTokens);
+//   - Ollama POST /api/chat and /api/generate (NDJSON, streaming unless
+//     "stream": false; options.num_predict).
+//
+// Point an SDK at it with its base URL and HTTP client:
 //
 //	s := llmmetricstest.NewServer(llmmetricstest.ServerConfig{})
 //	defer s.Close()
-//	// point an OpenAI client at s.URL + "/v1", or post with s.Client()
+//	// openai-go, go-openai: base URL s.URL + "/v1"; anthropic-sdk-go: s.URL;
+//	// google.golang.org/genai: HTTPOptions.BaseURL s.URL;
+//	// ollama's api.NewClient: s.URL; each with s.Client() (or any client)
 //
-// Its timing is simulated by one scheduler goroutine (see ServerConfig):
+// Whatever their protocol, requests are sequences of the same batch, so
+// every SDK sees the same batching and saturation, and Stats counts
+// their tokens alike (streamed or not). Their timing is simulated by one
+// scheduler goroutine (see ServerConfig):
 // a FIFO queue, a batch of at most MaxBatch requests, a prefill step whose
 // length grows with the prompt, decode steps that lengthen as the batch
 // grows, and a KV-cache budget beyond which the newest requests are
 // preempted and later recomputed. With the defaults, a closed-loop sweep
 // of 1…128 concurrent streams shows output throughput rising to about
 // 1,000 tokens/s near 32 streams and falling beyond, while p99 TTFT
-// explodes long before the median moves. ServerConfig also injects faults:
-// HTTP 500s (FailureRate), streams cut without [DONE] (CutRate), error
-// objects inside a stream (ErrorEventRate) and stalls (PauseRate,
+// explodes long before the median moves. ServerConfig also injects faults,
+// each in the protocol's own error shape: HTTP 500s (FailureRate), 429s
+// (RateLimitRate), streams cut without their end marker (CutRate), error
+// events inside a stream (ErrorEventRate) and stalls (PauseRate,
 // PauseDuration). Stats returns what the server served (results, prompt
 // and completion tokens, preemptions), to compare with what the client
 // measured.

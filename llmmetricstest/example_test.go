@@ -71,3 +71,37 @@ func ExampleServer() {
 	// events: 8
 	// ok: 1 prompt tokens: 2 completion tokens: 4
 }
+
+// The same server speaks Anthropic, Gemini and Ollama too; Stats counts
+// every protocol's tokens alike.
+func ExampleServer_protocols() {
+	s := llmmetricstest.NewServer(llmmetricstest.ServerConfig{BaseTPOT: time.Millisecond, OutputMin: 4, OutputMax: 4})
+	defer s.Close()
+	for _, r := range []struct{ api, path, body string }{
+		{"anthropic", "/v1/messages", `{"max_tokens":100,"stream":true,"messages":[{"role":"user","content":"Hello"}]}`},
+		{"gemini", "/v1beta/models/" + llmmetricstest.DefaultModel + ":streamGenerateContent?alt=sse", `{"contents":[{"parts":[{"text":"Hello"}]}]}`},
+		{"ollama", "/api/generate", `{"prompt":"Hello","stream":false,"options":{"num_predict":3}}`},
+	} {
+		resp, err := s.Client().Post(s.URL+r.path, "application/json", strings.NewReader(r.body))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		lines := 0
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if sc.Text() != "" {
+				lines++
+			}
+		}
+		resp.Body.Close()
+		fmt.Println(r.api, resp.Header.Get("Content-Type"), lines, "lines")
+	}
+	st := s.Stats()
+	fmt.Println("ok:", st.OK, "completion tokens:", st.CompletionTokens)
+	// Output:
+	// anthropic text/event-stream 20 lines
+	// gemini text/event-stream 4 lines
+	// ollama application/json; charset=utf-8 1 lines
+	// ok: 3 completion tokens: 11
+}

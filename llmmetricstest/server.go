@@ -47,7 +47,8 @@ const (
 	DefaultJitter = 0.05
 )
 
-// ServerConfig configures a fake OpenAI-compatible server. The zero value is
+// ServerConfig configures a fake LLM server (every protocol it speaks
+// shares one scheduler, see Server). The zero value is
 // a realistic small model server (see the Default… constants); a zero field
 // takes its default, and the fields where zero is a meaningful setting take
 // a negative value to mean "none".
@@ -126,16 +127,22 @@ type ServerConfig struct {
 	Jitter float64
 
 	// FailureRate is the probability that a request is answered with HTTP
-	// 500 and an OpenAI-style error body, before any work (default 0).
+	// 500 and an error body in its protocol's shape, before any work
+	// (default 0).
 	FailureRate float64
+	// RateLimitRate is the probability that a request is answered with
+	// HTTP 429 and an error body in its protocol's shape, before any work
+	// (default 0). Drawn after FailureRate, for requests that did not fail.
+	RateLimitRate float64
 	// CutRate is the probability that a request's connection is closed
 	// mid-way: a stream stops after a random number of tokens without a
 	// finish chunk or [DONE]; a non-streaming request gets no response
 	// (default 0).
 	CutRate float64
-	// ErrorEventRate is the probability that a stream sends an error object
-	// (data: {"error": …}) after a random number of tokens, then [DONE];
-	// a non-streaming request gets HTTP 500 instead (default 0).
+	// ErrorEventRate is the probability that a stream sends its protocol's
+	// error event after a random number of tokens (OpenAI chat and
+	// completions: data: {"error": …}, then [DONE]; see Server for the
+	// others); a non-streaming request gets HTTP 500 instead (default 0).
 	ErrorEventRate float64
 	// PauseRate is the probability that a stream stalls for PauseDuration
 	// before one of its tokens (chosen at random); the tokens generated
@@ -209,6 +216,8 @@ type Stats struct {
 	OK int
 	// Failed counts injected HTTP 500 answers (FailureRate).
 	Failed int
+	// RateLimited counts injected HTTP 429 answers (RateLimitRate).
+	RateLimited int
 	// Cut counts connections closed mid-way (CutRate).
 	Cut int
 	// ErrorEvents counts streams ended by an error object (ErrorEventRate)
@@ -220,7 +229,7 @@ type Stats struct {
 	// unknown model (404) or after Close (503).
 	BadRequests int
 	// PromptTokens is the sum of prompt tokens of the requests that were
-	// scheduled (not Failed or BadRequests).
+	// scheduled (not Failed, RateLimited or BadRequests).
 	PromptTokens int
 	// CompletionTokens is the number of completion tokens sent to clients
 	// (content chunks written, or the completion tokens of JSON answers).
@@ -232,9 +241,34 @@ type Stats struct {
 	Steps, MaxRunning int
 }
 
-// Server is a fake OpenAI-compatible HTTP server serving POST
-// /v1/chat/completions and /v1/completions, streaming (SSE) and not, with
-// the timing of a continuously batching model server (see ServerConfig).
+// Server is a fake LLM HTTP server with the timing of a continuously
+// batching model server (see ServerConfig). It speaks five APIs, each
+// streaming and not, all on one scheduler: every request, whatever its
+// protocol, is one sequence in the same batch, so any client sees the same
+// batching and saturation. The endpoints (POST):
+//
+//   - OpenAI /v1/chat/completions and /v1/completions (SSE ending with
+//     data: [DONE]; the usage chunk only with stream_options.include_usage)
+//     and /v1/responses (Responses API events ending with
+//     response.completed, or response.incomplete at max_output_tokens);
+//   - Anthropic /v1/messages (message_start with usage.input_tokens, one
+//     text content block, message_delta with the cumulative
+//     usage.output_tokens, message_stop);
+//   - Gemini /v1beta/models/{model}:streamGenerateContent (SSE with
+//     ?alt=sse, else a streamed JSON array) and :generateContent, also
+//     under /v1/models/;
+//   - Ollama /api/chat and /api/generate (NDJSON; streaming unless
+//     "stream" is false).
+//
+// Each reads its own prompt fields (messages, prompt, input, system,
+// contents, …) and output cap (max_tokens, max_completion_tokens,
+// max_output_tokens, generationConfig.maxOutputTokens,
+// options.num_predict), and answers errors, injected faults included, in
+// its own error shape: OpenAI {"error": {…}}, Anthropic {"type": "error",
+// "error": {…}} (in a stream: event: error), Gemini {"error": {"code",
+// "message", "status"}} (in a stream: that object on its own, without
+// "data:", as Google's SDKs expect), Ollama {"error": "…"}. GET /v1/models
+// lists the model.
 //
 // It uses real time (time.Sleep, timers), so inside a testing/synctest
 // bubble it runs on the bubble's fake time; create it with
@@ -318,11 +352,7 @@ func newServer(cfg ServerConfig) *Server {
 		quit:   make(chan struct{}),
 		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, true) })
-	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, false) })
-	mux.HandleFunc("GET /v1/models", s.models)
-	s.handler = mux
+	s.handler = s.routes() // api.go
 	s.sched.Go(s.run)
 	return s
 }
@@ -382,7 +412,7 @@ type job struct {
 	canceled atomic.Bool
 
 	// plan, set by the scheduler before ready is closed.
-	fail     bool
+	fail     int // HTTP status of an injected failure (500 or 429); 0: none
 	target   int
 	length   bool // target capped by maxOut
 	cutAt    int  // tokens sent before the cut; -1: none
@@ -446,7 +476,11 @@ func (s *Server) plan(j *job) {
 	c := &s.cfg
 	r := s.rng
 	if c.FailureRate > 0 && r.Float64() < c.FailureRate {
-		j.fail = true
+		j.fail = http.StatusInternalServerError
+		return
+	}
+	if c.RateLimitRate > 0 && r.Float64() < c.RateLimitRate {
+		j.fail = http.StatusTooManyRequests
 		return
 	}
 	n := c.OutputMin

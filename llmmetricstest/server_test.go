@@ -501,26 +501,32 @@ func TestDeterministicWithSeed(t *testing.T) {
 	assert.NotEqual(t, times1, times3, "another seed, other timing")
 }
 
-func TestCountPrompt(t *testing.T) {
+func TestCountText(t *testing.T) {
 	tests := []struct {
-		name string
-		chat bool
-		body string
-		want int
+		name   string
+		values []string
+		want   int
 	}{
-		{"chat strings", true, `{"messages":[{"content":"abcdefgh"},{"content":"abc"}]}`, 3}, // 11 chars
-		{"chat parts", true, `{"messages":[{"content":[{"type":"text","text":"abcd"},{"type":"image_url","image_url":{"url":"x"}}]}]}`, 1},
-		{"empty chat", true, `{"messages":[]}`, 1},
-		{"prompt string", false, `{"prompt":"abcdefghi"}`, 3},
-		{"prompt strings", false, `{"prompt":["abcd","abcd"]}`, 2},
-		{"token IDs", false, `{"prompt":[5,6,7]}`, 3},
-		{"batched token IDs", false, `{"prompt":[[5,6],[7]]}`, 3},
+		{"chat strings", []string{`[{"role":"user","content":"abcdefgh"},{"content":"abc"}]`}, 3}, // 11 chars
+		{"chat parts", []string{`[{"content":[{"type":"text","text":"abcd"},{"type":"image_url","image_url":{"url":"x"}}]}]`}, 1},
+		{"empty chat", []string{`[]`}, 1},
+		{"absent", []string{``, `null`}, 1},
+		{"prompt string", []string{`"abcdefghi"`}, 3},
+		{"prompt strings", []string{`["abcd","abcd"]`}, 2},
+		{"token IDs", []string{`[5,6,7]`}, 3},
+		{"batched token IDs", []string{`[[5,6],[7]]`}, 3},
+		{"system and messages add up", []string{`"abcd"`, `[{"content":"abcd"}]`}, 2},
+		{"gemini contents", []string{`{"parts":[{"text":"abcd"}]}`, `[{"role":"user","parts":[{"text":"abcdabcd"}]}]`}, 3},
+		{"responses input items", []string{`[{"role":"user","content":[{"type":"input_text","text":"abcdabcd"}]}]`}, 2},
+		{"booleans are not IDs", []string{`[true,false,null]`}, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var req apiRequest
-			require.NoError(t, json.Unmarshal([]byte(tt.body), &req))
-			assert.Equal(t, tt.want, countPrompt(&req, tt.chat))
+			raws := make([]json.RawMessage, len(tt.values))
+			for i, v := range tt.values {
+				raws[i] = json.RawMessage(v)
+			}
+			assert.Equal(t, tt.want, countText(raws...))
 		})
 	}
 }
