@@ -14,10 +14,11 @@ const (
 	// of 6000, 12.6 doublings) get scale 3, 8 buckets per doubling, each
 	// bucket 9% wide; values spanning 50 ms to 5 s get scale 4 (4.4%).
 	ExponentialMaxSize = 160
-	// ExponentialMaxScale is the finest scale allowed (2^-20 relative bucket
-	// width), reached only by values that barely vary. The OpenTelemetry
-	// Prometheus exporter lowers any scale above 8 to 8, the finest that
-	// Prometheus native histograms have.
+	// ExponentialMaxScale is the finest scale allowed: each bucket's upper
+	// bound is 2^(2^-20) ≈ 1.0000007 times its lower bound. The SDK starts
+	// there and lowers the scale as the range of the values grows. The
+	// OpenTelemetry Prometheus exporter lowers any scale above 8 to 8, the
+	// finest that Prometheus native histograms have.
 	ExponentialMaxScale = 20
 )
 
