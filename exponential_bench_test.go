@@ -1,0 +1,84 @@
+package llmmetrics
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// BenchmarkChunkExponential compares the per-token cost of the two
+// aggregations: explicit buckets (the default) and ExponentialHistograms.
+// Compare each exponential sub-benchmark with its explicit twin in the same
+// run, never absolute times:
+//
+//	go test -run '^$' -bench BenchmarkChunkExponential -benchmem -count 6 .
+//
+// "Chunk" reads the real clock (gaps of tens of nanoseconds); "ChunkAt"
+// replays 4096 lognormal gaps around 20 ms, so the exponential histogram
+// works at the scale of real inter-token latencies; "Record" is the SDK's
+// Record alone with those values.
+func BenchmarkChunkExponential(b *testing.B) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	gaps := make([]time.Duration, 4096)
+	for i := range gaps {
+		gaps[i] = time.Duration(20e6 * math.Exp(0.5*rng.NormFloat64()))
+	}
+	aggs := []struct {
+		name string
+		opts []sdkmetric.Option
+	}{
+		{"explicit", nil},
+		{"exponential", []sdkmetric.Option{ExponentialHistograms()}},
+	}
+	provider := func(b *testing.B, opts []sdkmetric.Option) *sdkmetric.MeterProvider {
+		mp := sdkmetric.NewMeterProvider(append([]sdkmetric.Option{sdkmetric.WithReader(sdkmetric.NewManualReader())}, opts...)...)
+		b.Cleanup(func() { _ = mp.Shutdown(ctx) })
+		return mp
+	}
+	// Each exponential sub-benchmark runs right after its explicit twin.
+	for _, agg := range aggs {
+		b.Run("Chunk/"+agg.name, func(b *testing.B) {
+			tr, _ := NewTracker(WithMeterProvider(provider(b, agg.opts)), WithAttributes(staticAttrs...), WithKeepITL(false))
+			r := tr.Start(ctx)
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Chunk(1)
+			}
+		})
+	}
+	for _, agg := range aggs {
+		b.Run("ChunkAt/"+agg.name, func(b *testing.B) {
+			tr, _ := NewTracker(WithMeterProvider(provider(b, agg.opts)), WithAttributes(staticAttrs...), WithKeepITL(false))
+			t := time.Now()
+			r := tr.StartAt(ctx, t)
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				t = t.Add(gaps[i&4095])
+				r.ChunkAt(t, 1)
+				i++
+			}
+		})
+	}
+	for _, agg := range aggs {
+		b.Run("Record/"+agg.name, func(b *testing.B) {
+			// The instrument as the Tracker creates it: the library's scope
+			// and the explicit-bucket advice, which the view overrides.
+			h, _ := provider(b, agg.opts).Meter(ScopeName).Float64Histogram("h", metric.WithExplicitBucketBoundaries(ITLBuckets...))
+			opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				h.Record(ctx, gaps[i&4095].Seconds(), opts...)
+				i++
+			}
+		})
+	}
+}
