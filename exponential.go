@@ -47,8 +47,9 @@ const (
 // (go.opentelemetry.io/otel/exporters/prometheus) exposes them only in the
 // protobuf format, which Prometheus 2.40–2.x scrapes with
 // --enable-feature=native-histograms and 3.x with the scrape_native_histograms
-// setting. Without it Prometheus does not ingest these histograms at all;
-// that is why explicit buckets stay the default.
+// setting. Without that, Prometheus scrapes the text format, where these
+// histograms are only a count, a sum and a single +Inf bucket: means still
+// work, percentiles do not. That is why explicit buckets stay the default.
 //
 // The option is a View (sdkmetric.WithView) that matches only histograms of
 // this library's instrumentation scope (ScopeName), so it leaves the other
