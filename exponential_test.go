@@ -393,3 +393,29 @@ func TestQuantileEstimators(t *testing.T) {
 		})
 	}
 }
+
+// TestChunkExponentialDoesNotAllocate: once the histogram has seen the
+// range of the gaps, an exponential Record allocates nothing either.
+func TestChunkExponentialDoesNotAllocate(t *testing.T) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()), ExponentialHistograms())
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	tr, err := NewTracker(WithMeterProvider(mp), WithKeepITL(false))
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(3, 4))
+	gaps := make([]time.Duration, 1024)
+	for i := range gaps {
+		gaps[i] = seconds(0.02 * math.Exp(0.5*rng.NormFloat64()))
+	}
+	at := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := tr.StartAt(context.Background(), at)
+	i := 0
+	chunk := func() {
+		at = at.Add(gaps[i%len(gaps)])
+		r.ChunkAt(at, 1)
+		i++
+	}
+	for range len(gaps) { // the first pass sets the scale and the bucket array
+		chunk()
+	}
+	assert.Zero(t, testing.AllocsPerRun(len(gaps), chunk))
+}
