@@ -39,15 +39,15 @@ const (
 // replicas (histogram_quantile in Prometheus, a backend's percentile of an
 // OTLP histogram): explicit buckets give errors of tens of percent between
 // bounds and clamp everything beyond the last bound (10 s for server TTFT),
-// while an exponential histogram keeps the error to a few percent of the
-// value over any range, with no tuning. BENCHMARKS.md ("Accuracy") has the
-// measured errors. The cost is a slightly slower Record on the per-token
-// path (BENCHMARKS.md, "Exponential histograms") and, for Prometheus, native
-// histograms: the OpenTelemetry Prometheus exporter
-// (go.opentelemetry.io/otel/exporters/prometheus) exposes them only in the
-// protobuf format, which Prometheus 2.40–2.x scrapes with
-// --enable-feature=native-histograms and 3.x with the scrape_native_histograms
-// setting. Without that, Prometheus scrapes the text format, where these
+// while an exponential histogram bounds the error by its bucket width (4–9%
+// for latencies spanning 7–13 doublings) over any range, with no tuning;
+// measured, under 1% (BENCHMARKS.md, "Accuracy"). Record costs about the
+// same (BENCHMARKS.md, "Exponential histograms: the cost per token"). The
+// catch is Prometheus: the OpenTelemetry Prometheus exporter
+// (go.opentelemetry.io/otel/exporters/prometheus) exposes exponential
+// histograms as native histograms, only in the protobuf format, which
+// Prometheus 2.40–3.7 scrapes with --enable-feature=native-histograms and
+// 3.8 and later with the scrape_native_histograms setting. Without that, Prometheus scrapes the text format, where these
 // histograms are only a count, a sum and a single +Inf bucket: means still
 // work, percentiles do not. That is why explicit buckets stay the default.
 //
@@ -71,7 +71,13 @@ const (
 //     so the histogram is exported twice under one name. Leave out this
 //     option then and set the aggregation in that view.
 //
-// Exemplars, attributes, names, units and descriptions are unchanged.
+// Exemplars, attributes, names, units and descriptions are unchanged. For
+// another size or scale, leave out this option and write the view:
+//
+//	sdkmetric.WithView(sdkmetric.NewView(
+//		sdkmetric.Instrument{Kind: sdkmetric.InstrumentKindHistogram, Scope: instrumentation.Scope{Name: llmmetrics.ScopeName}},
+//		sdkmetric.Stream{Aggregation: sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: 320, MaxScale: 20}},
+//	))
 func ExponentialHistograms() sdkmetric.Option {
 	return sdkmetric.WithView(exponentialView)
 }
