@@ -75,6 +75,11 @@
 // aggregate correctly: goodput ratio = rate(llmmetrics_requests_total{llmmetrics_slo_met="true"}) /
 // rate(llmmetrics_requests_total).
 //
+// The histograms use the explicit buckets above unless the MeterProvider has
+// [ExponentialHistograms]: base-2 exponential histograms (Prometheus native
+// histograms), whose fleet-wide percentiles stay within about 1% of exact
+// where the explicit buckets can be off by tens of percent.
+//
 // # Definitions
 //
 // A chunk carries tokens when it holds at least one output token (content,

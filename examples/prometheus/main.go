@@ -1,9 +1,12 @@
 // Command prometheus serves llmmetrics' OpenTelemetry metrics in the
 // Prometheus format (/metrics, through the OpenTelemetry Prometheus
 // exporter) while it streams a workload of chat completions from the fake
-// server of llmmetricstest. Point a Prometheus at it and use rules.yml.
+// server of llmmetricstest. Point a Prometheus at it and use rules.yml; with
+// -exponential the latency histograms are native histograms
+// (llmmetrics.ExponentialHistograms), for rules_native.yml.
 //
 //	go run ./examples/prometheus -listen 127.0.0.1:9464 -requests 300
+//	go run ./examples/prometheus -exponential
 package main
 
 import (
@@ -36,14 +39,25 @@ type exporter struct {
 	Handler  http.Handler
 }
 
-func newExporter() (*exporter, error) {
+// newExporter returns a MeterProvider with opts (llmmetrics.ExponentialHistograms,
+// say) whose metrics Handler serves.
+//
+// With ExponentialHistograms the OpenTelemetry Prometheus exporter turns
+// each exponential histogram into a native histogram (its scale lowered to
+// 8 at most), which only the protobuf exposition format can carry: promhttp
+// offers it by default (expfmt.DefaultAcceptedFormats puts
+// application/vnd.google.protobuf first) and Prometheus asks for it once
+// native histograms are on. Clients that ask for text (curl, Prometheus
+// without native histograms) get only the le="+Inf" bucket, _sum and _count
+// of those histograms: counts and means, no percentiles.
+func newExporter(opts ...sdkmetric.Option) (*exporter, error) {
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
 		return nil, err
 	}
 	return &exporter{
-		Provider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)),
+		Provider: sdkmetric.NewMeterProvider(append([]sdkmetric.Option{sdkmetric.WithReader(exp)}, opts...)...),
 		Handler:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	}, nil
 }
@@ -98,13 +112,19 @@ func main() {
 	concurrency := flag.Int("concurrency", 16, "requests in flight")
 	slo := flag.String("slo", "ttft=200ms,tpot=50ms", "SLO each request is checked against")
 	hold := flag.Bool("hold", true, "keep serving /metrics after the workload until interrupted")
+	exponential := flag.Bool("exponential", false, "export native histograms (llmmetrics.ExponentialHistograms); "+
+		"Prometheus 2.x needs --enable-feature=native-histograms, 3.x scrape_native_histograms: true")
 	flag.Parse()
 
 	s, err := llmmetrics.ParseSLO(*slo)
 	if err != nil {
 		log.Fatal(err)
 	}
-	exp, err := newExporter()
+	var opts []sdkmetric.Option
+	if *exponential {
+		opts = append(opts, llmmetrics.ExponentialHistograms())
+	}
+	exp, err := newExporter(opts...)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -25,10 +26,7 @@ import (
 // server scrape the exporter, and checks that Prometheus' view of the
 // metrics agrees with what the library computes from the same requests.
 func TestPrometheusAgreesWithSummarize(t *testing.T) {
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		t.Skip("prometheus binary not installed (.ci/run installs Debian's prometheus package)")
-	}
+	bin := lookPrometheus(t)
 	exp, err := newExporter()
 	require.NoError(t, err)
 	metricsURL := serve(t, exp.Handler)
@@ -44,15 +42,14 @@ func TestPrometheusAgreesWithSummarize(t *testing.T) {
 	require.Equal(t, requests, sum.Completed, "the fake server injects no failures here")
 	require.Greater(t, sum.Goodput.Attainment, 0.0)
 
-	api := startPrometheus(t, bin, metricsURL)
-	// Wait until a scrape has seen every request.
-	require.Eventually(t, func() bool {
-		v, ok := query(t, api, `sum(llmmetrics_requests_total)`)
-		return ok && v == requests
-	}, 60*time.Second, 250*time.Millisecond, "Prometheus never scraped all %d requests", requests)
+	api := startPrometheus(t, bin, promConfig{
+		jobs:  map[string]string{"llmmetrics": metricsURL},
+		rules: []string{"rules.yml"},
+	})
+	api.waitFor(t, `sum(llmmetrics_requests_total)`, requests)
 
 	t.Run("p99 TTFT agrees within bucket resolution", func(t *testing.T) {
-		promP99, ok := query(t, api, `histogram_quantile(0.99, sum by (le) (gen_ai_client_operation_time_to_first_chunk_seconds_bucket))`)
+		promP99, ok := api.query(`histogram_quantile(0.99, sum by (le) (gen_ai_client_operation_time_to_first_chunk_seconds_bucket))`)
 		require.True(t, ok)
 		libP99, ok := sum.TTFT.Percentile(99)
 		require.True(t, ok)
@@ -76,12 +73,12 @@ func TestPrometheusAgreesWithSummarize(t *testing.T) {
 		assert.LessOrEqual(t, promP99, hi)
 	})
 	t.Run("goodput ratio equals SLO attainment", func(t *testing.T) {
-		ratio, ok := query(t, api, `sum(llmmetrics_requests_total{llmmetrics_slo_met="true"}) / sum(llmmetrics_requests_total)`)
+		ratio, ok := api.query(`sum(llmmetrics_requests_total{llmmetrics_slo_met="true"}) / sum(llmmetrics_requests_total)`)
 		require.True(t, ok)
 		assert.InDelta(t, sum.Goodput.Attainment, ratio, 1e-12)
 	})
 	t.Run("output tokens agree", func(t *testing.T) {
-		v, ok := query(t, api, `sum(llmmetrics_tokens_total{gen_ai_token_type="output"})`)
+		v, ok := api.query(`sum(llmmetrics_tokens_total{gen_ai_token_type="output"})`)
 		require.True(t, ok)
 		assert.Equal(t, float64(sum.OutputTokens), v)
 	})
@@ -120,34 +117,59 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+func lookPrometheus(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Skip("prometheus binary not installed (.ci/run installs Debian's prometheus package)")
+	}
+	return bin
+}
+
+// promConfig is what startPrometheus runs: scrape jobs (name → target
+// address), rule files (relative to this directory) and extra flags.
+type promConfig struct {
+	jobs  map[string]string
+	rules []string
+	flags []string
+}
+
+// promAPI queries a Prometheus server through its own HTTP client.
+type promAPI struct {
+	url string
+	hc  *http.Client
+}
+
 // startPrometheus runs a Prometheus server on a loopback port that scrapes
-// target every 500 ms, and returns its API address.
-func startPrometheus(t *testing.T, bin, target string) string {
+// the jobs every 500 ms, and returns its API.
+func startPrometheus(t *testing.T, bin string, c promConfig) promAPI {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := fmt.Sprintf(`global:
-  scrape_interval: 500ms
-  evaluation_interval: 500ms
-scrape_configs:
-  - job_name: llmmetrics
-    static_configs:
-      - targets: [%q]
-rule_files: [%q]
-`, target, mustAbs(t, "rules.yml"))
+	cfg := "global:\n  scrape_interval: 500ms\n  evaluation_interval: 500ms\nscrape_configs:\n"
+	for _, job := range slices.Sorted(maps.Keys(c.jobs)) {
+		cfg += fmt.Sprintf("  - job_name: %q\n    static_configs:\n      - targets: [%q]\n", job, c.jobs[job])
+	}
+	cfg += "rule_files:\n"
+	for _, r := range c.rules {
+		cfg += fmt.Sprintf("  - %q\n", mustAbs(t, r))
+	}
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
 	addr := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin,
-		"--config.file="+cfgPath,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
-		"--log.level=warn")
+	cmd := exec.CommandContext(ctx, bin, append([]string{
+		"--config.file=" + cfgPath,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr,
+		"--log.level=warn"}, c.flags...)...)
 	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
 	require.NoError(t, err)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start())
+	tr := &http.Transport{}
+	api := promAPI{url: "http://" + addr, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
 	t.Cleanup(func() {
+		tr.CloseIdleConnections()
 		cancel()
 		_ = cmd.Wait()
 		if t.Failed() {
@@ -155,9 +177,8 @@ rule_files: [%q]
 			t.Logf("prometheus log:\n%s", b)
 		}
 	})
-	api := "http://" + addr
 	require.Eventually(t, func() bool {
-		resp, err := http.Get(api + "/-/ready")
+		resp, err := api.hc.Get(api.url + "/-/ready")
 		if err != nil {
 			return false
 		}
@@ -175,9 +196,8 @@ func mustAbs(t *testing.T, p string) string {
 }
 
 // query runs an instant query and returns its single scalar result.
-func query(t *testing.T, api, q string) (float64, bool) {
-	t.Helper()
-	resp, err := http.Get(api + "/api/v1/query?query=" + url.QueryEscape(q))
+func (p promAPI) query(q string) (float64, bool) {
+	resp, err := p.hc.Get(p.url + "/api/v1/query?query=" + url.QueryEscape(q))
 	if err != nil {
 		return 0, false
 	}
@@ -196,4 +216,14 @@ func query(t *testing.T, api, q string) (float64, bool) {
 	s, _ := body.Data.Result[0].Value[1].(string)
 	v, err := strconv.ParseFloat(s, 64)
 	return v, err == nil
+}
+
+// waitFor waits until the instant query q returns want: a scrape has seen
+// everything recorded so far.
+func (p promAPI) waitFor(t *testing.T, q string, want float64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		v, ok := p.query(q)
+		return ok && v == want
+	}, 60*time.Second, 100*time.Millisecond, "Prometheus never answered %s = %v", q, want)
 }

@@ -1,0 +1,132 @@
+package llmmetrics
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// BenchmarkChunkExponential compares the per-token cost of the two
+// aggregations: explicit buckets (the default) and ExponentialHistograms.
+// Compare each exponential sub-benchmark with its explicit twin in the same
+// run, never absolute times:
+//
+//	go test -run '^$' -bench BenchmarkChunkExponential -benchmem -count 6 .
+//
+// "Chunk" reads the real clock (gaps of tens of nanoseconds); "ChunkAt"
+// replays 4096 lognormal gaps around 20 ms, so the exponential histogram
+// works at the scale of real inter-token latencies; "Record" is the SDK's
+// Record alone with those values. On a shared machine the load changes
+// between sub-benchmarks; "interleaved" is the robust figure: it alternates
+// blocks of 64 ChunkAt on two Trackers, explicit and exponential (in
+// turn first), timing each block, and reports the median block of each as
+// a cost per chunk, and their ratio, from the same seconds of one run.
+func BenchmarkChunkExponential(b *testing.B) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	gaps := make([]time.Duration, 4096)
+	for i := range gaps {
+		gaps[i] = time.Duration(20e6 * math.Exp(0.5*rng.NormFloat64()))
+	}
+	aggs := []struct {
+		name string
+		opts []sdkmetric.Option
+	}{
+		{"explicit", nil},
+		{"exponential", []sdkmetric.Option{ExponentialHistograms()}},
+	}
+	provider := func(b *testing.B, opts []sdkmetric.Option) *sdkmetric.MeterProvider {
+		mp := sdkmetric.NewMeterProvider(append([]sdkmetric.Option{sdkmetric.WithReader(sdkmetric.NewManualReader())}, opts...)...)
+		b.Cleanup(func() { _ = mp.Shutdown(ctx) })
+		return mp
+	}
+	// Each exponential sub-benchmark runs right after its explicit twin.
+	for _, agg := range aggs {
+		b.Run("Chunk/"+agg.name, func(b *testing.B) {
+			tr, _ := NewTracker(WithMeterProvider(provider(b, agg.opts)), WithAttributes(staticAttrs...), WithKeepITL(false))
+			r := tr.Start(ctx)
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Chunk(1)
+			}
+		})
+	}
+	for _, agg := range aggs {
+		b.Run("ChunkAt/"+agg.name, func(b *testing.B) {
+			tr, _ := NewTracker(WithMeterProvider(provider(b, agg.opts)), WithAttributes(staticAttrs...), WithKeepITL(false))
+			t := time.Now()
+			r := tr.StartAt(ctx, t)
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				t = t.Add(gaps[i&4095])
+				r.ChunkAt(t, 1)
+				i++
+			}
+		})
+	}
+	for _, agg := range aggs {
+		b.Run("Record/"+agg.name, func(b *testing.B) {
+			// The instrument as the Tracker creates it: the library's scope
+			// and the explicit-bucket advice, which the view overrides.
+			h, _ := provider(b, agg.opts).Meter(ScopeName).Float64Histogram("h", metric.WithExplicitBucketBoundaries(ITLBuckets...))
+			opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
+			i := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				h.Record(ctx, gaps[i&4095].Seconds(), opts...)
+				i++
+			}
+		})
+	}
+	b.Run("interleaved", func(b *testing.B) {
+		const block = 64
+		var trs [2]*Tracker
+		var reqs [2]*Request
+		at := [2]time.Time{time.Now(), time.Now()}
+		for k, agg := range aggs {
+			trs[k], _ = NewTracker(WithMeterProvider(provider(b, agg.opts)), WithAttributes(staticAttrs...), WithKeepITL(false))
+			reqs[k] = trs[k].StartAt(ctx, at[k])
+		}
+		// Block times go to two rings; the medians ignore the blocks a
+		// preemption or a GC landed in, which a sum would not.
+		var blocks [2][]time.Duration
+		for k := range blocks {
+			blocks[k] = make([]time.Duration, 1<<14)
+		}
+		i, round := 0, 0
+		b.ReportAllocs()
+		for b.Loop() {
+			for j := range 2 {
+				k := j ^ (round & 1) // who goes first alternates
+				r, t, gi := reqs[k], at[k], i
+				start := time.Now()
+				for range block {
+					t = t.Add(gaps[gi&4095])
+					r.ChunkAt(t, 1)
+					gi++
+				}
+				blocks[k][round&(1<<14-1)] = time.Since(start)
+				at[k] = t
+			}
+			i += block
+			round++
+		}
+		var med [2]float64
+		for k := range blocks {
+			d := blocks[k][:min(round, 1<<14)]
+			slices.Sort(d)
+			med[k] = float64(d[len(d)/2].Nanoseconds()) / block
+		}
+		b.ReportMetric(med[0], "ns/chunk-explicit")
+		b.ReportMetric(med[1], "ns/chunk-exponential")
+		b.ReportMetric(med[1]/med[0], "exponential/explicit")
+	})
+}
