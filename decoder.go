@@ -7,26 +7,32 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 )
 
-// This file holds the stream decoders: they find frames (SSE events, lines,
-// Reads) in the bytes of a response body and say how many output tokens each
-// frame carries, without allocating on the hot path.
+// This file holds the contract of the stream decoders, which find frames
+// (SSE events, lines, Reads) in the bytes of a response body and say how many
+// output tokens each frame carries without allocating on the hot path: the
+// Decoder interface, Frame, the options and errors they share, and the text
+// decoder. The SSE framing is in sse.go, the protocols in openai.go and
+// anthropic.go, the JSON scanner in internal/jsonscan.
 
 // DefaultMaxFrameBytes is the default limit on the size of one frame (1 MiB);
 // see WithMaxFrameBytes.
 const DefaultMaxFrameBytes = 1 << 20
 
-// ErrFrameTooLarge is reported through otel.Handle (wrapped, with context)
-// when one frame of a stream is larger than the decoder's limit (see
-// WithMaxFrameBytes). The decoder then stops: its later Decode and Flush
-// calls do nothing, so memory stays bounded whatever the server sends.
+// ErrFrameTooLarge is the problem (wrapped, with context) a decoder reports
+// through its Err and through otel.Handle when one frame of a stream is
+// larger than its limit (see WithMaxFrameBytes). The decoder then stops: its
+// later Decode and Flush calls do nothing, so memory stays bounded whatever
+// the server sends.
 var ErrFrameTooLarge = errors.New("llmmetrics: frame too large")
 
-// ErrMalformedFrame is reported through otel.Handle (wrapped, with context)
-// when a frame cannot be interpreted (for example an SSE event whose data is
-// not a JSON object). The frame is reported with no tokens and decoding goes
-// on with the next frame.
+// ErrMalformedFrame is the problem (wrapped, with context) a decoder reports
+// through its Err and through otel.Handle when a frame cannot be interpreted
+// (for example an SSE event whose data is not a JSON object). The frame is
+// reported with no tokens and decoding goes on with the next frame.
 var ErrMalformedFrame = errors.New("llmmetrics: malformed frame")
 
 // Frame is what a Decoder reports about one complete frame of a stream
@@ -61,15 +67,23 @@ type Frame struct {
 	Done bool
 }
 
-// Decoder finds frames in a byte stream. A Decoder is used by one stream (not safe for concurrent use).
+// Decoder finds frames in a byte stream. A Decoder is used by one stream
+// (not safe for concurrent use).
 type Decoder interface {
-	// Decode is given every byte read from the stream, in order, exactly once. p is valid only
-	// during the call and must not be modified or retained. Decode calls emit once per frame
-	// completed by p, in order. It never panics.
+	// Decode is given every byte read from the stream, in order, exactly
+	// once. p is valid only during the call and must not be modified or
+	// retained. Decode calls emit once per frame completed by p, in order.
+	// It never panics.
 	Decode(p []byte, emit func(Frame))
-	// Flush is called once at the end of the stream so a final frame that lacks its terminator
-	// is reported.
+	// Flush is called once at the end of the stream so a final frame that
+	// lacks its terminator is reported.
 	Flush(emit func(Frame))
+	// Err returns the first problem the decoder found in the stream so far,
+	// as bufio.Scanner.Err does: an error wrapping ErrFrameTooLarge or
+	// ErrMalformedFrame, or nil when there was none. The built-in decoders
+	// also report every problem through otel.Handle as it happens. An error
+	// the stream itself reports (Frame.Err) is not a decoding problem.
+	Err() error
 }
 
 // StreamError is an error that the stream itself reported: an OpenAI error
@@ -123,7 +137,7 @@ func (e *StreamError) Error() string {
 }
 
 // DecoderOption configures a Decoder built by NewOpenAIDecoder,
-// NewAnthropicDecoder, NewSSEDecoder or NewTextDecoder.
+// NewAnthropicDecoder or NewSSEDecoder.
 type DecoderOption interface {
 	applyDecoder(*decoderConfig)
 }
@@ -149,10 +163,9 @@ func newDecoderConfig(opts []DecoderOption) decoderConfig {
 // WithMaxFrameBytes sets the largest frame, in bytes, that an SSE decoder
 // buffers: the bytes of one event's data lines plus the line being read
 // (DefaultMaxFrameBytes, 1 MiB, when not given; n ≤ 0 also means the
-// default). A larger frame is reported through otel.Handle as
-// ErrFrameTooLarge and stops decoding of that stream, so a decoder never
-// holds much more than n bytes (about 4n in the worst case). The text decoder
-// buffers nothing and ignores it.
+// default). A larger frame is the stream's ErrFrameTooLarge (see
+// Decoder.Err) and stops decoding of that stream, so a decoder never holds
+// much more than n bytes (about 4n in the worst case).
 func WithMaxFrameBytes(n int) DecoderOption {
 	return decoderOptionFunc(func(c *decoderConfig) {
 		if n <= 0 {
@@ -162,6 +175,8 @@ func WithMaxFrameBytes(n int) DecoderOption {
 	})
 }
 
+// malformed returns the ErrMalformedFrame of a protocol's event whose data
+// is not what the protocol sends, showing the start of the data.
 func malformed(provider string, data []byte, why string) error {
 	const keep = 64
 	shown := data
@@ -171,17 +186,13 @@ func malformed(provider string, data []byte, why string) error {
 	return fmt.Errorf("%w: %s event data %s (%d bytes: %q)", ErrMalformedFrame, provider, why, len(data), shown)
 }
 
-// ---------------------------------------------------------------------------
-// Plain text
-
 // NewTextDecoder returns a Decoder for a plain-text stream: each non-empty
 // Decode call (one Read of the body) is one frame carrying count(p) tokens
 // (1 when count is nil; a negative count is taken as 0). count is called on
 // the goroutine that calls Decode and must not retain p. Flush reports
-// nothing. The options are accepted for symmetry and ignored: this decoder
-// buffers nothing.
-func NewTextDecoder(count func([]byte) int, opts ...DecoderOption) Decoder {
-	_ = newDecoderConfig(opts)
+// nothing, and Err is always nil: the decoder buffers nothing and every
+// Read is a frame.
+func NewTextDecoder(count func([]byte) int) Decoder {
 	return &textDecoder{count: count}
 }
 
@@ -204,8 +215,10 @@ func (t *textDecoder) Decode(p []byte, emit func(Frame)) {
 // Flush implements Decoder; a text stream has no unterminated frame.
 func (t *textDecoder) Flush(func(Frame)) {}
 
-// ---------------------------------------------------------------------------
-// Stream errors (rare path: encoding/json is fine here)
+// Err implements Decoder; a text stream has no malformed frame.
+func (t *textDecoder) Err() error { return nil }
+
+// Stream errors: the rare path, where encoding/json is fine.
 
 type errWhere int
 
@@ -269,4 +282,29 @@ func errorFromMap(m map[string]any) *StreamError {
 		return ""
 	}
 	return &StreamError{Type: str("type"), Code: str("code"), Message: str("message")}
+}
+
+// walkUsageHolder reads a value that may be an object with a "usage" member
+// (the Responses API's "response", Anthropic's "message") into u.
+func walkUsageHolder(j *jsonscan.Scanner, i, depth int, names []string, u *jsonscan.Ints) (int, bool) {
+	*u = jsonscan.Ints{}
+	if j.At(i) != '{' {
+		return j.Skip(i, depth)
+	}
+	i, more, ok := j.OpenObject(i, depth)
+	for ok && more {
+		var k []byte
+		if k, i, ok = j.Key(i); !ok {
+			break
+		}
+		if string(k) == "usage" {
+			i, ok = j.Ints(i, depth+1, names, u)
+		} else {
+			i, ok = j.Skip(i, depth+1)
+		}
+		if ok {
+			i, more, ok = j.NextMember(i)
+		}
+	}
+	return i, ok
 }

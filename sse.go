@@ -2,13 +2,15 @@ package llmmetrics
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel"
 )
 
-// ---------------------------------------------------------------------------
-// SSE framing
+// This file holds the framing of server-sent events: it finds the events in
+// the bytes of a stream and hands each to an interpreter (openai.go,
+// anthropic.go, or the caller's, through NewSSEDecoder).
 
 var utf8BOM = [3]byte{0xEF, 0xBB, 0xBF}
 
@@ -19,48 +21,101 @@ var utf8BOM = [3]byte{0xEF, 0xBB, 0xBF}
 // the event if it had data. Unlike a browser, Flush dispatches a final event
 // that lacks its blank line.
 type sseDecoder struct {
-	interpret func(event, data []byte) Frame
-	max       int
-	name      string // for error messages: "openai", "anthropic", "sse"
+	in   interpreter
+	max  int
+	name string // for error messages: "openai", "anthropic", "sse"
 
-	line    []byte     // a line not yet terminated, carried between Decode calls
-	data    []byte     // the event's data lines, joined with "\n"
-	event   []byte     // the event's "event" field
-	hasData bool       // a data line was seen (data may still be empty)
-	skipLF  bool       // the last byte was CR: a leading LF is its pair
-	bomN    int        // bytes of a leading BOM matched so far
-	bomDone bool       // the start of the stream has been checked for a BOM
-	stopped bool       // a frame was too large, or Flush was called
-	cache   *scanCache // the interpreter's, for the built-in decoders (nil otherwise)
+	line    []byte // a line not yet terminated, carried between Decode calls
+	data    []byte // the event's data lines, joined with "\n"
+	event   []byte // the event's "event" field
+	hasData bool   // a data line was seen (data may still be empty)
+	skipLF  bool   // the last byte was CR: a leading LF is its pair
+	bomN    int    // bytes of a leading BOM matched so far
+	bomDone bool   // the start of the stream has been checked for a BOM
+	stopped bool   // a frame was too large, or Flush was called
+	err     error  // the first problem of the stream (see Decoder.Err)
 }
+
+// interpreter interprets the events of one SSE stream: a built-in
+// protocol's, or the caller's given to NewSSEDecoder (interpretFunc).
+type interpreter interface {
+	// interpret is NewSSEDecoder's interpret.
+	interpret(event, data []byte) (Frame, error)
+	// release is called when decoding stops early (a frame too large): it
+	// drops what the interpreter holds, so a stopped decoder holds nothing.
+	release()
+}
+
+// interpretFunc is a caller's interpret function as an interpreter.
+type interpretFunc func(event, data []byte) (Frame, error)
+
+func (f interpretFunc) interpret(event, data []byte) (Frame, error) { return f(event, data) }
+func (interpretFunc) release()                                      {}
 
 // NewSSEDecoder returns a Decoder for one stream of server-sent events whose
 // events are interpreted by interpret: the pluggable decoder for a protocol
-// that is not built in.
+// that is not built in, as bufio.SplitFunc is for bufio.Scanner.
 //
 // interpret is called once per complete event, in order, with the event's
 // name (the "event" field; empty when the event has none) and its data (the
-// "data" lines joined with "\n"); the Frame it returns is emitted as is.
-// Both slices are valid only during the call and must not be modified or
-// retained. An event with no data line is not dispatched (as in the SSE
-// specification), and comment lines (":" keep-alives), "id" and "retry"
-// fields are not frames. Lines may end with CRLF, LF or CR, a UTF-8 BOM at the
-// start is skipped, and frames may be split across Decode calls at any byte:
-// the frames emitted do not depend on how the stream is cut. interpret should
-// report a frame it cannot understand through otel.Handle (wrapping
-// ErrMalformedFrame) and return a Frame with no tokens; the decoder does not
-// recover a panic of interpret. A nil interpret reports every event as a
-// zero Frame. The options are WithMaxFrameBytes.
-func NewSSEDecoder(interpret func(event, data []byte) Frame, opts ...DecoderOption) Decoder {
+// "data" lines joined with "\n"). Both slices are valid only during the call
+// and must not be modified or retained. An event with no data line is not
+// dispatched (as in the SSE specification), and comment lines (":"
+// keep-alives), "id" and "retry" fields are not frames. Lines may end with
+// CRLF, LF or CR, a UTF-8 BOM at the start is skipped, and frames may be
+// split across Decode calls at any byte: the frames emitted do not depend on
+// how the stream is cut.
+//
+// The Frame interpret returns is emitted as is. When it cannot understand an
+// event, interpret returns a non-nil error with the Frame to emit (usually
+// the zero Frame): the error is the stream's malformed frame. The decoder
+// wraps it in ErrMalformedFrame unless it already wraps it, reports it
+// through otel.Handle, keeps the first one for Err, and goes on with the next
+// event. A frame the stream itself marks as an error (an error event of the
+// protocol) is not malformed: report it in Frame.Err with a nil error. The
+// decoder does not recover a panic of interpret. A nil interpret reports
+// every event as a zero Frame.
+//
+// The options are WithMaxFrameBytes.
+func NewSSEDecoder(interpret func(event, data []byte) (Frame, error), opts ...DecoderOption) Decoder {
 	if interpret == nil {
-		interpret = func(event, data []byte) Frame { return Frame{} }
+		interpret = func(event, data []byte) (Frame, error) { return Frame{}, nil }
 	}
-	return newSSE("sse", interpret, opts)
+	return newSSE("sse", interpretFunc(interpret), opts)
 }
 
-func newSSE(name string, interpret func(event, data []byte) Frame, opts []DecoderOption) *sseDecoder {
+func newSSE(name string, in interpreter, opts []DecoderOption) *sseDecoder {
 	c := newDecoderConfig(opts)
-	return &sseDecoder{interpret: interpret, max: c.maxFrame, name: name}
+	return &sseDecoder{in: in, max: c.maxFrame, name: name}
+}
+
+// Err implements Decoder: the first ErrFrameTooLarge or ErrMalformedFrame
+// of the stream, or nil.
+func (d *sseDecoder) Err() error { return d.err }
+
+// problem reports a problem of the stream through otel.Handle and keeps the
+// first one for Err.
+func (d *sseDecoder) problem(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+	otel.Handle(err)
+}
+
+// interpret interprets one event and reports it malformed if it is.
+func (d *sseDecoder) interpret(event, data []byte) Frame {
+	f, err := d.in.interpret(event, data)
+	if err != nil {
+		d.malformed(err)
+	}
+	return f
+}
+
+func (d *sseDecoder) malformed(err error) {
+	if !errors.Is(err, ErrMalformedFrame) {
+		err = fmt.Errorf("%w: %s event: %w", ErrMalformedFrame, d.name, err)
+	}
+	d.problem(err)
 }
 
 // Decode implements Decoder.
@@ -184,10 +239,8 @@ func indexFrom(p []byte, from int, c byte) int {
 func (d *sseDecoder) tooLarge() {
 	d.stopped = true
 	d.line, d.data, d.event = nil, nil, nil
-	if d.cache != nil {
-		*d.cache = scanCache{off: d.cache.off}
-	}
-	otel.Handle(fmt.Errorf("%w: %s event larger than %d bytes; decoding of this stream stopped", ErrFrameTooLarge, d.name, d.max))
+	d.in.release()
+	d.problem(fmt.Errorf("%w: %s event larger than %d bytes; decoding of this stream stopped", ErrFrameTooLarge, d.name, d.max))
 }
 
 func (d *sseDecoder) processLine(line []byte, emit func(Frame)) {

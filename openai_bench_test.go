@@ -59,7 +59,7 @@ func BenchmarkOpenAIDecode(b *testing.B) {
 	b.Run("decoder", decode(func() Decoder { return NewOpenAIDecoder() }))
 	// The same without the scan cache: every event gets a full JSON scan
 	// (the cost when consecutive events differ in more than their text).
-	b.Run("decoder-nocache", decode(func() Decoder { return newOpenAIDecoder(nil, false) }))
+	b.Run("decoder-nocache", decode(func() Decoder { return newOpenAITestDecoder(false, nil) }))
 	b.Run("bufio.Scanner", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(stream)))
