@@ -60,6 +60,9 @@ func BenchmarkOpenAIDecode(b *testing.B) {
 	// The same without the scan cache: every event gets a full JSON scan
 	// (the cost when consecutive events differ in more than their text).
 	b.Run("decoder-nocache", decode(func() Decoder { return newOpenAITestDecoder(false, nil) }))
+	// The same without the SSE framing's one-line-event fast path: every
+	// event's data is copied before it is interpreted.
+	b.Run("decoder-nofastpath", decode(func() Decoder { return noFastPath{NewOpenAIDecoder().(*sseDecoder)} }))
 	b.Run("bufio.Scanner", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(stream)))

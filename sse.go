@@ -102,15 +102,7 @@ func (d *sseDecoder) problem(err error) {
 	otel.Handle(err)
 }
 
-// interpret interprets one event and reports it malformed if it is.
-func (d *sseDecoder) interpret(event, data []byte) Frame {
-	f, err := d.in.interpret(event, data)
-	if err != nil {
-		d.malformed(err)
-	}
-	return f
-}
-
+// malformed reports the error an interpreter returned for an event.
 func (d *sseDecoder) malformed(err error) {
 	if !errors.Is(err, ErrMalformedFrame) {
 		err = fmt.Errorf("%w: %s event: %w", ErrMalformedFrame, d.name, err)
@@ -211,7 +203,10 @@ func (d *sseDecoder) feed(p []byte, emit func(Frame)) {
 			if len(value) > 0 && value[0] == ' ' {
 				value = value[1:]
 			}
-			f := d.interpret(d.event, value)
+			f, err := d.in.interpret(d.event, value)
+			if err != nil {
+				d.malformed(err)
+			}
 			d.event = d.event[:0]
 			pos = eol + 2
 			emit(f)
@@ -276,7 +271,10 @@ func (d *sseDecoder) dispatch(emit func(Frame)) {
 		d.event = d.event[:0]
 		return
 	}
-	f := d.interpret(d.event, d.data)
+	f, err := d.in.interpret(d.event, d.data)
+	if err != nil {
+		d.malformed(err)
+	}
 	d.data, d.event, d.hasData = d.data[:0], d.event[:0], false
 	emit(f)
 }
