@@ -197,43 +197,51 @@ func stringStarts(doc string) []int {
 	return starts
 }
 
-// BenchmarkStr scans every string of a realistic chat chunk (its keys and
-// values) with Str, and with a byte-at-a-time copy of it (the baseline).
+// BenchmarkStr scans strings with Str and with a byte-at-a-time copy of it
+// (the baseline): every key and value of a realistic chat chunk (17
+// strings of 2–29 bytes, as most events hold), and one 256-byte text (a
+// long delta or tool-call arguments).
 func BenchmarkStr(b *testing.B) {
-	starts := stringStarts(chatChunk)
-	var j jsonscan.Scanner
-	j.SetText([]byte(chatChunk))
-	b.Run("bytewise", func(b *testing.B) {
-		b.ReportAllocs()
-		n := 0
-		for b.Loop() {
-			for _, i := range starts {
-				end, _, _ := j.StrBytewise(i)
-				n += end
+	long := `{"content":"` + strings.Repeat("The quick brown fox jumps over the lazy dog. ", 6)[:256] + `"}`
+	for _, in := range []struct {
+		name string
+		doc  string
+	}{{"chat chunk", chatChunk}, {"256-byte text", long}} {
+		starts := stringStarts(in.doc)
+		var j jsonscan.Scanner
+		j.SetText([]byte(in.doc))
+		b.Run(in.name+"/bytewise", func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				for _, i := range starts {
+					end, _, _ := j.StrBytewise(i)
+					n += end
+				}
 			}
-		}
-		if n == 0 {
-			b.Fatal("nothing scanned")
-		}
-	})
-	b.Run("8 bytes at a time", func(b *testing.B) {
-		b.ReportAllocs()
-		n := 0
-		for b.Loop() {
-			for _, i := range starts {
-				end, _, _ := j.Str(i)
-				n += end
+			if n == 0 {
+				b.Fatal("nothing scanned")
 			}
-		}
-		if n == 0 {
-			b.Fatal("nothing scanned")
-		}
-	})
+		})
+		b.Run(in.name+"/8 bytes at a time", func(b *testing.B) {
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				for _, i := range starts {
+					end, _, _ := j.Str(i)
+					n += end
+				}
+			}
+			if n == 0 {
+				b.Fatal("nothing scanned")
+			}
+		})
+	}
 }
 
 // BenchmarkSkipSpace calls SkipSpace where a walker of compact JSON does
-// (after every delimiter of the chat chunk; none finds a space), and the
-// loop alone (the baseline).
+// (after each of the 29 delimiters of the chat chunk; none finds a space),
+// and the loop alone (the baseline).
 func BenchmarkSkipSpace(b *testing.B) {
 	var at []int
 	for i, c := range []byte(chatChunk) {
