@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
+	"go.opentelemetry.io/otel"
 )
 
 // This file holds the contract of the stream decoders, which find frames
@@ -174,6 +175,22 @@ func WithMaxFrameBytes(n int) DecoderOption {
 		c.maxFrame = n
 	})
 }
+
+// problems keeps the first decoding problem of a stream for Decoder.Err and
+// reports every one through otel.Handle: a decoder embeds it.
+type problems struct{ err error }
+
+// report records a problem of the stream (an error wrapping
+// ErrFrameTooLarge or ErrMalformedFrame).
+func (p *problems) report(err error) {
+	if p.err == nil {
+		p.err = err
+	}
+	otel.Handle(err)
+}
+
+// Err implements Decoder: the first problem reported, or nil.
+func (p *problems) Err() error { return p.err }
 
 // malformed returns the ErrMalformedFrame of a protocol's event whose data
 // is not what the protocol sends, showing the start of the data.

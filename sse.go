@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-
-	"go.opentelemetry.io/otel"
 )
 
 // This file holds the framing of server-sent events: it finds the events in
@@ -21,9 +19,10 @@ var utf8BOM = [3]byte{0xEF, 0xBB, 0xBF}
 // the event if it had data. Unlike a browser, Flush dispatches a final event
 // that lacks its blank line.
 type sseDecoder struct {
-	in   interpreter
-	max  int
-	name string // for error messages: "openai", "anthropic", "sse"
+	in       interpreter
+	max      int
+	name     string // for error messages: "openai", "anthropic", "sse"
+	problems        // Decoder.Err
 
 	line    []byte // a line not yet terminated, carried between Decode calls
 	data    []byte // the event's data lines, joined with "\n"
@@ -33,7 +32,6 @@ type sseDecoder struct {
 	bomN    int    // bytes of a leading BOM matched so far
 	bomDone bool   // the start of the stream has been checked for a BOM
 	stopped bool   // a frame was too large, or Flush was called
-	err     error  // the first problem of the stream (see Decoder.Err)
 }
 
 // interpreter interprets the events of one SSE stream: a built-in
@@ -89,25 +87,12 @@ func newSSE(name string, in interpreter, opts []DecoderOption) *sseDecoder {
 	return &sseDecoder{in: in, max: c.maxFrame, name: name}
 }
 
-// Err implements Decoder: the first ErrFrameTooLarge or ErrMalformedFrame
-// of the stream, or nil.
-func (d *sseDecoder) Err() error { return d.err }
-
-// problem reports a problem of the stream through otel.Handle and keeps the
-// first one for Err.
-func (d *sseDecoder) problem(err error) {
-	if d.err == nil {
-		d.err = err
-	}
-	otel.Handle(err)
-}
-
 // malformed reports the error an interpreter returned for an event.
 func (d *sseDecoder) malformed(err error) {
 	if !errors.Is(err, ErrMalformedFrame) {
 		err = fmt.Errorf("%w: %s event: %w", ErrMalformedFrame, d.name, err)
 	}
-	d.problem(err)
+	d.report(err)
 }
 
 // Decode implements Decoder.
@@ -239,7 +224,7 @@ func (d *sseDecoder) tooLarge() {
 	d.stopped = true
 	d.line, d.data, d.event = nil, nil, nil
 	d.in.release()
-	d.problem(fmt.Errorf("%w: %s event larger than %d bytes; decoding of this stream stopped", ErrFrameTooLarge, d.name, d.max))
+	d.report(fmt.Errorf("%w: %s event larger than %d bytes; decoding of this stream stopped", ErrFrameTooLarge, d.name, d.max))
 }
 
 func (d *sseDecoder) processLine(line []byte, emit func(Frame)) {

@@ -75,8 +75,10 @@
 // # The cache
 //
 // Consecutive events of one stream are mostly the same bytes; Cache answers
-// such an event from the previous one's facts (see Cache for when). For the
-// cache to be right, a walker must read the text it cares about only
-// through NonEmptyString (whose result depends on emptiness, not on the
-// text) or through primitives whose bytes the cache compares; see Cache.
+// such an event from the previous one's facts, comparing every byte except
+// the body of the hot string: the last string NonEmptyString read (see
+// Cache). The answer is right for any walker that reads each value once
+// with these primitives and whose facts depend only on the text it walks
+// (state carried from one event to the next belongs in the decoder, not in
+// the facts): the walker saw the hot string only through its emptiness.
 package jsonscan
