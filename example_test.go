@@ -1,8 +1,15 @@
 package llmmetrics_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
@@ -62,4 +69,99 @@ func ExampleRecord_TPOT() {
 	// Output:
 	// one token has TPOT: false
 	// no token has TTFT: false E2EL: 2s
+}
+
+// An OpenAI-compatible streaming response read through NewReader: the
+// caller gets the body's bytes unchanged while the request is measured.
+func ExampleNewReader() {
+	const stream = `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}
+
+data: {"choices":[{"index":0,"delta":{"content":"Hello"}}]}
+
+data: {"choices":[{"index":0,"delta":{"content":" world"}}]}
+
+data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}
+
+data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2,"total_tokens":11}}
+
+data: [DONE]
+
+`
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, stream)
+	}))
+	defer server.Close()
+	client := &http.Client{Transport: &http.Transport{}}
+	defer client.CloseIdleConnections()
+
+	tracker, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(sdkmetric.NewMeterProvider()))
+	if err != nil {
+		panic(err)
+	}
+	req := tracker.Start(context.Background())
+	resp, err := client.Get(server.URL)
+	if err != nil {
+		req.End(err)
+		panic(err)
+	}
+	body := llmmetrics.NewReader(req, resp.Body, llmmetrics.NewOpenAIDecoder())
+	got, err := io.ReadAll(body) // EOF ends the request
+	body.Close()
+	rec := req.End(err) // End is idempotent: the Record of the first End
+
+	fmt.Println("bytes unchanged:", bytes.Equal(got, []byte(stream)))
+	fmt.Println("outcome:", rec.Outcome)
+	fmt.Println("chunks with tokens:", rec.Chunks)
+	fmt.Println("tokens (from the usage chunk):", rec.InputTokens, "in,", rec.OutputTokens, "out")
+	// Output:
+	// bytes unchanged: true
+	// outcome: ok
+	// chunks with tokens: 2
+	// tokens (from the usage chunk): 9 in, 2 out
+}
+
+// A decoder for a made-up SSE protocol, as bufio's ExampleScanner_custom is
+// a split function for a made-up format: "token" events carry one token,
+// "usage" events the counts ("input output"), "end" ends the stream. A
+// usage event that does not hold two counts is malformed: interpret returns
+// an error, and the decoder's Err reports it after the stream.
+func ExampleNewSSEDecoder() {
+	interpret := func(event, data []byte) (llmmetrics.Frame, error) {
+		switch string(event) {
+		case "token":
+			return llmmetrics.Frame{Tokens: 1}, nil
+		case "usage":
+			in, out, ok := strings.Cut(string(data), " ")
+			i, err1 := strconv.Atoi(in)
+			o, err2 := strconv.Atoi(out)
+			if !ok || errors.Join(err1, err2) != nil {
+				return llmmetrics.Frame{}, fmt.Errorf("usage %q is not two counts", data)
+			}
+			return llmmetrics.Frame{HasUsage: true, InputTokens: i, OutputTokens: o}, nil
+		case "end":
+			return llmmetrics.Frame{Done: true}, nil
+		}
+		return llmmetrics.Frame{}, nil // other events carry nothing
+	}
+	stream := "event: token\ndata: Hel\n\nevent: token\ndata: lo\n\n: keep-alive\n\n" +
+		"event: usage\ndata: 5 two\n\nevent: usage\ndata: 5 2\n\nevent: end\ndata:\n\n"
+
+	dec := llmmetrics.NewSSEDecoder(interpret)
+	emit := func(f llmmetrics.Frame) {
+		fmt.Printf("tokens %d, usage %v (%d in, %d out), done %v\n", f.Tokens, f.HasUsage, f.InputTokens, f.OutputTokens, f.Done)
+	}
+	// The stream arrives in pieces that cut events anywhere.
+	for p := []byte(stream); len(p) > 0; p = p[min(7, len(p)):] {
+		dec.Decode(p[:min(7, len(p))], emit)
+	}
+	dec.Flush(emit)
+	fmt.Println("err:", dec.Err())
+	// Output:
+	// tokens 1, usage false (0 in, 0 out), done false
+	// tokens 1, usage false (0 in, 0 out), done false
+	// tokens 0, usage false (0 in, 0 out), done false
+	// tokens 0, usage true (5 in, 2 out), done false
+	// tokens 0, usage false (0 in, 0 out), done true
+	// err: llmmetrics: malformed frame: sse event: usage "5 two" is not two counts
 }

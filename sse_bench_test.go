@@ -1,78 +1,74 @@
 package llmmetrics
 
 import (
-	"bufio"
 	"bytes"
-	"fmt"
-	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
 )
 
-// chatStream returns a realistic OpenAI chat completions stream of n events:
-// a role chunk, n−4 content chunks (1–3 words of varying length), a finish
-// chunk, the include_usage chunk and [DONE].
-func chatStream(n int) []byte {
-	var b bytes.Buffer
-	const head = `data: {"id":"chatcmpl-AZ9kQ2mVb1rT7xY3wQ8e","object":"chat.completion.chunk","created":1731511200,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_0ba0d124f1","choices":[{"index":0,"delta":`
-	const tail = `,"logprobs":null,"finish_reason":%s}],"usage":null}` + "\n\n"
-	fmt.Fprintf(&b, head+`{"role":"assistant","content":"","refusal":null}`+tail, "null")
-	words := strings.Fields("the quick brown fox jumps over a lazy dog while streaming tokens arrive at irregular intervals, some short and some rather longer than others; metrics")
-	for i := range n - 4 {
-		w := " " + words[i%len(words)]
-		if i%5 == 0 {
-			w += " " + words[(i*7)%len(words)]
+// noFastPath is an SSE decoder without feed's one-line-event fast path:
+// every event goes through processLine and dispatch, its data copied into
+// d.data. It is the baseline that measures the fast path
+// (BenchmarkOpenAIDecode/decoder-nofastpath); TestNoFastPathSameFrames keeps
+// the copy honest. It does not handle a BOM.
+type noFastPath struct{ *sseDecoder }
+
+func (d noFastPath) Decode(p []byte, emit func(Frame)) {
+	d.bomDone = true
+	lf, cr := -1, -1
+	lfSeen, crSeen := false, false
+	pos := 0
+	for pos < len(p) && !d.stopped {
+		if d.skipLF {
+			d.skipLF = false
+			if p[pos] == '\n' {
+				pos++
+				continue
+			}
 		}
-		fmt.Fprintf(&b, head+`{"content":%q}`+tail, w, "null")
+		if !lfSeen || lf >= 0 && lf < pos {
+			lf, lfSeen = indexFrom(p, pos, '\n'), true
+		}
+		if !crSeen || cr >= 0 && cr < pos {
+			cr, crSeen = indexFrom(p, pos, '\r'), true
+		}
+		eol := lf
+		if cr >= 0 && (eol < 0 || cr < eol) {
+			eol = cr
+		}
+		if eol < 0 {
+			rest := p[pos:]
+			if len(d.line)+len(rest)+len(d.data) > d.max {
+				d.tooLarge()
+				return
+			}
+			d.line = append(d.line, rest...)
+			return
+		}
+		line := p[pos:eol]
+		if len(d.line)+len(line)+len(d.data) > d.max {
+			d.tooLarge()
+			return
+		}
+		if len(d.line) > 0 {
+			d.line = append(d.line, line...)
+			line = d.line
+		}
+		d.skipLF = p[eol] == '\r'
+		pos = eol + 1
+		d.processLine(line, emit)
+		d.line = d.line[:0]
 	}
-	fmt.Fprintf(&b, head+`{}`+tail, `"stop"`)
-	fmt.Fprintf(&b, `data: {"id":"chatcmpl-AZ9kQ2mVb1rT7xY3wQ8e","object":"chat.completion.chunk","created":1731511200,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_0ba0d124f1","choices":[],"usage":{"prompt_tokens":31,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n", n+n/5, n+n/5+31)
-	b.WriteString("data: [DONE]\n\n")
-	return b.Bytes()
 }
 
-// BenchmarkOpenAIDecode feeds a ~1,000-event chat stream in 4 KiB pieces to
-// the OpenAI decoder, next to a baseline that only splits the same bytes
-// into lines with bufio.Scanner.
-func BenchmarkOpenAIDecode(b *testing.B) {
-	stream := chatStream(1000)
-	const piece = 4096
-	decode := func(newDecoder func() Decoder) func(b *testing.B) {
-		return func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(stream)))
-			tokens := 0
-			emit := func(f Frame) { tokens += f.Tokens }
-			for b.Loop() {
-				d := newDecoder()
-				for p := stream; len(p) > 0; {
-					n := min(piece, len(p))
-					d.Decode(p[:n], emit)
-					p = p[n:]
-				}
-				d.Flush(emit)
-			}
-			if tokens == 0 {
-				b.Fatal("no tokens")
-			}
-		}
+func TestNoFastPathSameFrames(t *testing.T) {
+	for _, fx := range fixtures {
+		data := readFixture(t, fx.file)
+		fast := decodePieces(fx.dec(), data)
+		var d Decoder = noFastPath{fx.dec().(*sseDecoder)}
+		assert.Equal(t, fast, decodePieces(d, data), fx.file)
 	}
-	b.Run("decoder", decode(func() Decoder { return NewOpenAIDecoder() }))
-	// The same without the scan cache: every event gets a full JSON scan
-	// (the cost when consecutive events differ in more than their text).
-	b.Run("decoder-nocache", decode(func() Decoder { return newOpenAIDecoder(nil, false) }))
-	b.Run("bufio.Scanner", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetBytes(int64(len(stream)))
-		lines := 0
-		for b.Loop() {
-			s := bufio.NewScanner(bytes.NewReader(stream))
-			s.Buffer(make([]byte, piece), 1<<20)
-			for s.Scan() {
-				lines++
-			}
-		}
-		if lines == 0 {
-			b.Fatal("no lines")
-		}
-	})
+	stream := chatStream(100)
+	assert.Equal(t, decodePieces(NewOpenAIDecoder(), stream), decodePieces(noFastPath{NewOpenAIDecoder().(*sseDecoder)}, bytes.Clone(stream)))
 }

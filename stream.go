@@ -258,3 +258,4 @@ type noFrames struct{}
 
 func (noFrames) Decode([]byte, func(Frame)) {}
 func (noFrames) Flush(func(Frame))          {}
+func (noFrames) Err() error                 { return nil }

@@ -44,6 +44,8 @@ func (d *lineDecoder) Flush(emit func(Frame)) {
 	}
 }
 
+func (d *lineDecoder) Err() error { return nil }
+
 func parseLine(l string) Frame {
 	f := strings.Fields(l)
 	num := func(i int) int {
@@ -257,6 +259,7 @@ func (d *countingDecoder) Decode(p []byte, emit func(Frame)) {
 	}
 }
 func (d *countingDecoder) Flush(func(Frame)) {}
+func (d *countingDecoder) Err() error        { return nil }
 
 func TestReaderReadDoesNotAllocate(t *testing.T) {
 	tr, _ := newTestTracker(t, WithKeepITL(false))

@@ -109,3 +109,7 @@ type statusDecoder struct{ err error }
 
 func (statusDecoder) Decode([]byte, func(llmmetrics.Frame)) {}
 func (d statusDecoder) Flush(emit func(llmmetrics.Frame))   { emit(llmmetrics.Frame{Err: d.err}) }
+
+// Err reports no decoding problem: the status error is the stream's own
+// error (Frame.Err), not a malformed frame.
+func (statusDecoder) Err() error { return nil }

@@ -1,0 +1,254 @@
+package llmmetrics
+
+import (
+	"math"
+
+	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
+)
+
+// NewAnthropicDecoder returns a Decoder for one Anthropic Messages SSE stream:
+//
+//   - message_start: HasInput with InputTokens = input_tokens plus
+//     cache_creation_input_tokens plus cache_read_input_tokens (the whole
+//     prompt); its usage.output_tokens is a placeholder (usually 1) and is
+//     ignored, so a stream cut before message_delta keeps its chunk count;
+//   - content_block_delta: a text_delta, thinking_delta or input_json_delta
+//     with non-empty text carries 1 token (a lower bound); signature_delta
+//     carries none;
+//   - message_delta: HasUsage with the cumulative usage.output_tokens (input
+//     counts kept from message_start unless the event sends its own);
+//   - message_stop: Done; error: Err; ping and the other events: nothing.
+//
+// Data that is not a JSON object is a malformed frame (ErrMalformedFrame, see
+// Decoder.Err) and carries nothing. The options are WithMaxFrameBytes.
+func NewAnthropicDecoder(opts ...DecoderOption) Decoder {
+	return newSSE("anthropic", &anthropicInterp{}, opts)
+}
+
+type anthropicInterp struct {
+	j       jsonscan.Scanner
+	cache   jsonscan.Cache[anthropicFacts]
+	in, out int
+}
+
+func (a *anthropicInterp) interpret(_, data []byte) (Frame, error) {
+	f, _ := a.cache.Walk(&a.j, data, walkAnthropic)
+	return a.frame(f, data)
+}
+
+func (a *anthropicInterp) release() { a.cache.Reset() }
+
+// frame turns the facts of one event (nil: data is not a JSON object) into
+// its Frame.
+func (a *anthropicInterp) frame(f *anthropicFacts, data []byte) (Frame, error) {
+	if f == nil {
+		return Frame{}, malformed("anthropic", data, "is not a JSON object")
+	}
+	if f.err || f.typ == anthError {
+		return Frame{Err: parseStreamError(data, errTopLevel)}, nil
+	}
+	switch f.typ {
+	case anthMessageStart:
+		return a.input(&f.msgUsage), nil
+	case anthContentBlockDelta:
+		if f.delta.carries() {
+			return Frame{Tokens: 1}, nil
+		}
+	case anthMessageDelta:
+		return a.usage(&f.usage), nil
+	case anthMessageStop:
+		return Frame{Done: true}, nil
+	}
+	return Frame{}, nil
+}
+
+// The counts of an Anthropic usage object, by index in anthUsageNames.
+const (
+	anthInput = iota
+	anthOutput
+	anthCacheCreation
+	anthCacheRead
+)
+
+var anthUsageNames = []string{
+	anthInput:         "input_tokens",
+	anthOutput:        "output_tokens",
+	anthCacheCreation: "cache_creation_input_tokens",
+	anthCacheRead:     "cache_read_input_tokens",
+}
+
+// prompt returns whether u has an input count, and the whole prompt: fresh,
+// cache-creating and cache-read input tokens.
+func prompt(u *jsonscan.Ints) (bool, int) {
+	has := u.Has[anthInput] || u.Has[anthCacheCreation] || u.Has[anthCacheRead]
+	return has, satAdd(satAdd(u.Get(anthInput), u.Get(anthCacheCreation)), u.Get(anthCacheRead))
+}
+
+// input takes the prompt size of message_start (its output count is a
+// placeholder, not a count).
+func (a *anthropicInterp) input(u *jsonscan.Ints) Frame {
+	has, in := prompt(u)
+	if !has {
+		return Frame{}
+	}
+	a.in = in
+	return Frame{HasInput: true, InputTokens: a.in}
+}
+
+func (a *anthropicInterp) usage(u *jsonscan.Ints) Frame {
+	hasIn, in := prompt(u)
+	if !hasIn && !u.Has[anthOutput] {
+		return Frame{}
+	}
+	if hasIn {
+		a.in = in
+	}
+	if u.Has[anthOutput] {
+		a.out = u.Val[anthOutput]
+	}
+	return Frame{HasUsage: true, InputTokens: a.in, OutputTokens: a.out}
+}
+
+func satAdd(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
+}
+
+// anthKind classifies the "type" of an event or of a delta.
+type anthKind uint8
+
+const (
+	anthNone anthKind = iota // no "type", or not a string
+	anthOther
+	anthError
+	anthMessageStart
+	anthContentBlockDelta
+	anthMessageDelta
+	anthMessageStop
+	anthTextDelta
+	anthThinkingDelta
+	anthInputJSONDelta
+)
+
+func classifyAnthropic(t []byte) anthKind {
+	switch string(t) {
+	case "error":
+		return anthError
+	case "message_start":
+		return anthMessageStart
+	case "content_block_delta":
+		return anthContentBlockDelta
+	case "message_delta":
+		return anthMessageDelta
+	case "message_stop":
+		return anthMessageStop
+	case "text_delta":
+		return anthTextDelta
+	case "thinking_delta":
+		return anthThinkingDelta
+	case "input_json_delta":
+		return anthInputJSONDelta
+	}
+	return anthOther
+}
+
+// anthropicFacts is what one event's JSON says. Where a member appears
+// twice, the last one counts (as with encoding/json into a map).
+type anthropicFacts struct {
+	typ      anthKind      // top-level "type"
+	err      bool          // top-level "error" is present and not null
+	delta    anthDelta     // top-level "delta" object (content_block_delta)
+	usage    jsonscan.Ints // top-level "usage" (message_delta; anthUsageNames)
+	msgUsage jsonscan.Ints // "message": {"usage": ...} (message_start)
+}
+
+// anthDelta is a content_block_delta's delta: its type, and which of its
+// text members are non-empty strings.
+type anthDelta struct {
+	typ                         anthKind
+	text, thinking, partialJSON bool
+}
+
+// carries reports whether the delta's own text member (the one its type
+// names) is non-empty.
+func (d anthDelta) carries() bool {
+	switch d.typ {
+	case anthTextDelta:
+		return d.text
+	case anthThinkingDelta:
+		return d.thinking
+	case anthInputJSONDelta:
+		return d.partialJSON
+	}
+	return false
+}
+
+func walkAnthropic(j *jsonscan.Scanner, i int, f *anthropicFacts) (int, bool) {
+	i, more, ok := j.OpenObject(i, 0)
+	for ok && more {
+		var k []byte
+		if k, i, ok = j.Key(i); !ok {
+			break
+		}
+		switch string(k) {
+		case "type":
+			i, f.typ, ok = anthropicType(j, i, 1)
+		case "error":
+			f.err = j.At(i) != 'n'
+			i, ok = j.Skip(i, 1)
+		case "delta":
+			f.delta = anthDelta{}
+			if j.At(i) == '{' {
+				i, ok = walkAnthropicDelta(j, i, 1, &f.delta)
+			} else {
+				i, ok = j.Skip(i, 1)
+			}
+		case "usage":
+			i, ok = j.Ints(i, 1, anthUsageNames, &f.usage)
+		case "message":
+			i, ok = walkUsageHolder(j, i, 1, anthUsageNames, &f.msgUsage)
+		default:
+			i, ok = j.Skip(i, 1)
+		}
+		if ok {
+			i, more, ok = j.NextMember(i)
+		}
+	}
+	return i, ok
+}
+
+func anthropicType(j *jsonscan.Scanner, i, depth int) (int, anthKind, bool) {
+	i, t, isStr, ok := j.StringValue(i, depth)
+	if !isStr {
+		return i, anthNone, ok
+	}
+	return i, classifyAnthropic(t), ok
+}
+
+func walkAnthropicDelta(j *jsonscan.Scanner, i, depth int, d *anthDelta) (int, bool) {
+	i, more, ok := j.OpenObject(i, depth)
+	for ok && more {
+		var k []byte
+		if k, i, ok = j.Key(i); !ok {
+			break
+		}
+		switch string(k) {
+		case "type":
+			i, d.typ, ok = anthropicType(j, i, depth+1)
+		case "text":
+			i, d.text, ok = j.NonEmptyString(i, depth+1)
+		case "thinking":
+			i, d.thinking, ok = j.NonEmptyString(i, depth+1)
+		case "partial_json":
+			i, d.partialJSON, ok = j.NonEmptyString(i, depth+1)
+		default:
+			i, ok = j.Skip(i, depth+1)
+		}
+		if ok {
+			i, more, ok = j.NextMember(i)
+		}
+	}
+	return i, ok
+}

@@ -1,0 +1,81 @@
+package llmmetrics
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// chatStream returns a realistic OpenAI chat completions stream of n events:
+// a role chunk, n−4 content chunks (1–3 words of varying length), a finish
+// chunk, the include_usage chunk and [DONE].
+func chatStream(n int) []byte {
+	var b bytes.Buffer
+	const head = `data: {"id":"chatcmpl-AZ9kQ2mVb1rT7xY3wQ8e","object":"chat.completion.chunk","created":1731511200,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_0ba0d124f1","choices":[{"index":0,"delta":`
+	const tail = `,"logprobs":null,"finish_reason":%s}],"usage":null}` + "\n\n"
+	fmt.Fprintf(&b, head+`{"role":"assistant","content":"","refusal":null}`+tail, "null")
+	words := strings.Fields("the quick brown fox jumps over a lazy dog while streaming tokens arrive at irregular intervals, some short and some rather longer than others; metrics")
+	for i := range n - 4 {
+		w := " " + words[i%len(words)]
+		if i%5 == 0 {
+			w += " " + words[(i*7)%len(words)]
+		}
+		fmt.Fprintf(&b, head+`{"content":%q}`+tail, w, "null")
+	}
+	fmt.Fprintf(&b, head+`{}`+tail, `"stop"`)
+	fmt.Fprintf(&b, `data: {"id":"chatcmpl-AZ9kQ2mVb1rT7xY3wQ8e","object":"chat.completion.chunk","created":1731511200,"model":"gpt-4o-mini-2024-07-18","system_fingerprint":"fp_0ba0d124f1","choices":[],"usage":{"prompt_tokens":31,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n", n+n/5, n+n/5+31)
+	b.WriteString("data: [DONE]\n\n")
+	return b.Bytes()
+}
+
+// BenchmarkOpenAIDecode feeds a ~1,000-event chat stream in 4 KiB pieces to
+// the OpenAI decoder, next to a baseline that only splits the same bytes
+// into lines with bufio.Scanner.
+func BenchmarkOpenAIDecode(b *testing.B) {
+	stream := chatStream(1000)
+	const piece = 4096
+	decode := func(newDecoder func() Decoder) func(b *testing.B) {
+		return func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(stream)))
+			tokens := 0
+			emit := func(f Frame) { tokens += f.Tokens }
+			for b.Loop() {
+				d := newDecoder()
+				for p := stream; len(p) > 0; {
+					n := min(piece, len(p))
+					d.Decode(p[:n], emit)
+					p = p[n:]
+				}
+				d.Flush(emit)
+			}
+			if tokens == 0 {
+				b.Fatal("no tokens")
+			}
+		}
+	}
+	b.Run("decoder", decode(func() Decoder { return NewOpenAIDecoder() }))
+	// The same without the scan cache: every event gets a full JSON scan
+	// (the cost when consecutive events differ in more than their text).
+	b.Run("decoder-nocache", decode(func() Decoder { return newOpenAITestDecoder(false, nil) }))
+	// The same without the SSE framing's one-line-event fast path: every
+	// event's data is copied before it is interpreted.
+	b.Run("decoder-nofastpath", decode(func() Decoder { return noFastPath{NewOpenAIDecoder().(*sseDecoder)} }))
+	b.Run("bufio.Scanner", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(stream)))
+		lines := 0
+		for b.Loop() {
+			s := bufio.NewScanner(bytes.NewReader(stream))
+			s.Buffer(make([]byte, piece), 1<<20)
+			for s.Scan() {
+				lines++
+			}
+		}
+		if lines == 0 {
+			b.Fatal("no lines")
+		}
+	})
+}

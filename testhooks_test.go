@@ -1,0 +1,41 @@
+package llmmetrics
+
+import "github.com/llmmetrics/llmmetrics/internal/jsonscan"
+
+// The production decoders always use their scan cache; these test-only
+// decoders turn it off, or count its hits, so tests and benchmarks can
+// compare (TestScanCache, FuzzOpenAIDecoder, BenchmarkOpenAIDecode).
+
+// newOpenAITestDecoder returns an OpenAI decoder that walks every event in
+// full when cache is false, and else counts the events its cache answered in
+// *hits (when hits is not nil).
+func newOpenAITestDecoder(cache bool, hits *int) *sseDecoder {
+	o := &openAIInterp{}
+	var scratch openAIFacts
+	return newSSE("openai", interpretFunc(func(_, data []byte) (Frame, error) {
+		return o.frame(testWalk(&o.j, &o.cache, &scratch, data, walkOpenAI, cache, hits), data)
+	}), nil)
+}
+
+// newAnthropicTestDecoder is newOpenAITestDecoder for Anthropic.
+func newAnthropicTestDecoder(cache bool, hits *int) *sseDecoder {
+	a := &anthropicInterp{}
+	var scratch anthropicFacts
+	return newSSE("anthropic", interpretFunc(func(_, data []byte) (Frame, error) {
+		return a.frame(testWalk(&a.j, &a.cache, &scratch, data, walkAnthropic, cache, hits), data)
+	}), nil)
+}
+
+func testWalk[F any](j *jsonscan.Scanner, c *jsonscan.Cache[F], scratch *F, data []byte, walk jsonscan.Walker[F], cache bool, hits *int) *F {
+	if !cache {
+		if jsonscan.Walk(j, data, scratch, walk) {
+			return scratch
+		}
+		return nil
+	}
+	f, hit := c.Walk(j, data, walk)
+	if hit && hits != nil {
+		*hits++
+	}
+	return f
+}
