@@ -51,10 +51,23 @@ type Frame struct {
 	// over a stream is a lower bound of the real output: the server's usage
 	// (HasUsage), when it sends one, is the exact count.
 	Tokens int
+	// Reasoning reports that the frame's tokens are reasoning ("thinking")
+	// tokens, not answer tokens: OpenAI-compatible reasoning_content or
+	// reasoning deltas, Responses reasoning deltas, Anthropic thinking_delta,
+	// Gemini thought parts, Ollama thinking, typed "thinking" content parts.
+	// A frame that carries both reasoning and answer tokens is an answer
+	// frame (Reasoning false). Answer tokens are content, refusal and tool
+	// calls. The first answer frame of a stream marks Record.FirstOutput.
+	Reasoning bool
 	// HasUsage reports that the frame carried the server's exact usage; InputTokens and
 	// OutputTokens are then the counts so far (cumulative; the last one wins).
+	// OutputTokens counts every output token, reasoning included (a decoder
+	// adds the reasoning count where the provider leaves it out, as xAI and
+	// Gemini do), and ReasoningTokens is how many of them the server reports
+	// as reasoning (0 when it does not say).
 	HasUsage                  bool
 	InputTokens, OutputTokens int
+	ReasoningTokens           int
 	// HasInput reports that the frame told the prompt's size before any
 	// output count (Anthropic's message_start): InputTokens is set,
 	// OutputTokens is not, and the chunk count stays N until a usage frame
