@@ -636,3 +636,5 @@ func fuzzInt64s(data *[]byte) func() int64 {
 		return v
 	}
 }
+
+func jsonFloat(f float64) string { b, _ := json.Marshal(f); return string(b) }
