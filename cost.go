@@ -96,7 +96,9 @@ func (p Price) Cost(input, cachedInput, output int) float64 {
 	if cachedPrice == 0 {
 		cachedPrice = p.Input
 	}
-	return (float64(input-cachedInput)*p.Input + float64(cachedInput)*cachedPrice + float64(output)*p.Output) / 1e6
+	// Each product is rounded before the sum (no FMA; see lerp), so every
+	// CPU gives the same bits.
+	return (float64(float64(input-cachedInput)*p.Input) + float64(float64(cachedInput)*cachedPrice) + float64(float64(output)*p.Output)) / 1e6
 }
 
 // RecordCost returns the price of one request: its InputTokens (cachedInput

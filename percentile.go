@@ -96,12 +96,19 @@ func virtualIndex(n int, p float64) (i int, t float64) {
 }
 
 // lerp is numpy's _lerp: a + (b−a)·t, or b − (b−a)·(1−t) when t ≥ 0.5.
+//
+// The products are converted to float64 explicitly: the Go specification
+// lets an implementation fuse x*y + z into one FMA instruction (arm64
+// does, amd64 does not) unless an explicit conversion rounds the product,
+// and a fused lerp differs from numpy's in the last bit (paritydump showed
+// it: p33.3 of [200, 300] is 233.3 on amd64 and in numpy's arithmetic, and
+// was 233.29999999999998 on arm64 before these conversions).
 func lerp(a, b, t float64) float64 {
 	d := b - a
 	if t >= 0.5 {
-		return b - d*(1-t)
+		return b - float64(d*(1-t))
 	}
-	return a + d*t
+	return a + float64(d*t)
 }
 
 // PercentileValue is one requested percentile of a Distribution: P is in
@@ -387,7 +394,7 @@ func distKeysStats(keys, scratch []uint64, ps []float64, float bool, lo, hi uint
 	if n <= selectSortMax || lo == hi {
 		for _, k := range keys {
 			d := keyVal(k, float) - mean
-			ss += d * d
+			ss += float64(d * d) // no FMA: see lerp
 		}
 		selectRanks(keys, scratch[:n], 0, ranks, out, h, lo, hi)
 	} else {
@@ -400,13 +407,13 @@ func distKeysStats(keys, scratch []uint64, ps []float64, float bool, lo, hi uint
 			for _, k := range keys {
 				c[(k-lo)>>shift]++
 				d := math.Float64frombits(k) - mean
-				ss += d * d
+				ss += float64(d * d) // no FMA: see lerp
 			}
 		} else {
 			for _, k := range keys {
 				c[(k-lo)>>shift]++
 				d := float64(k) - mean
-				ss += d * d
+				ss += float64(d * d) // no FMA: see lerp
 			}
 		}
 		gatherRanks(keys, scratch[:n], 0, ranks, out, h, lo, hi, shift, nb)

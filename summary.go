@@ -361,7 +361,7 @@ func itlDistribution(records []Record, n int, ps []float64) Distribution {
 		for _, g := range records[i].ITL {
 			v := uint64(max(g, 0))
 			d := float64(v) - mean
-			ss += d * d
+			ss += float64(d * d) // no FMA: see lerp
 			if b := uint16(logBucket(v)); mark.has(b) {
 				gathered[h[b]] = v
 				h[b]++
@@ -697,7 +697,7 @@ func WeightedMean(values, weights []float64) float64 {
 		if w == 0 {
 			continue
 		}
-		sum += v * w
+		sum += float64(v * w) // no FMA: see lerp
 		wsum += w
 	}
 	if wsum == 0 {
