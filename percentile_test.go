@@ -103,22 +103,6 @@ func TestPercentileProperties(t *testing.T) {
 	}
 }
 
-func TestRadixSort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{0, 1, 2, 255, 256, 1000, 5000} {
-		for _, mask := range []uint64{0xff, 0xffff_ffff, math.MaxUint64, 0xff00} {
-			k := make([]uint64, n)
-			for i := range k {
-				k[i] = rng.Uint64() & mask
-			}
-			want := slices.Clone(k)
-			slices.Sort(want)
-			radixSort(k, make([]uint64, n))
-			require.Equal(t, want, k, "n=%d mask=%x", n, mask)
-		}
-	}
-}
-
 func TestDistributionPercentile(t *testing.T) {
 	d := Distribution{Count: 3, Min: 1, Median: 2, Max: 3, Percentiles: []PercentileValue{{P: 99, Value: 5}}}
 	tests := []struct {
@@ -133,49 +117,6 @@ func TestDistributionPercentile(t *testing.T) {
 	}
 	_, ok := Distribution{}.Percentile(50)
 	assert.False(t, ok, "empty distribution")
-}
-
-// TestDistKeysMatchesSorting checks the selection-based statistics against
-// a plain sort for data shapes that stress the histogram recursion.
-func TestDistKeysMatchesSorting(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	shapes := map[string]func(i int) uint64{
-		"uniform":       func(int) uint64 { return uint64(10e6 + rng.Int64N(30e6)) },
-		"heavy tail":    func(i int) uint64 { return uint64(20e6*rng.ExpFloat64()) + uint64(i%1000*(i%1000)*1e6) },
-		"one outlier":   func(i int) uint64 { return map[bool]uint64{true: 1 << 60, false: 20e6}[i == 77] },
-		"few distinct":  func(int) uint64 { return uint64(rng.IntN(3)) * 1e6 },
-		"all equal":     func(int) uint64 { return 5 },
-		"full range":    func(int) uint64 { return rng.Uint64() >> 1 },
-		"float seconds": func(int) uint64 { return math.Float64bits(rng.ExpFloat64() * 1e7) },
-	}
-	ps := []float64{0, 1, 25, 50, 90, 99, 99.9, 100}
-	for name, gen := range shapes {
-		for _, n := range []int{1, 2, 3, 2047, 2049, 70_000} {
-			t.Run(name+"/"+jsonFloat(float64(n)), func(t *testing.T) {
-				float := name == "float seconds"
-				keys := make([]uint64, n)
-				for i := range keys {
-					keys[i] = gen(i)
-				}
-				sorted := slices.Clone(keys)
-				slices.Sort(sorted)
-				val := func(i int) float64 {
-					if float {
-						return math.Float64frombits(sorted[i])
-					}
-					return float64(sorted[i])
-				}
-				got := distKeys(keys, make([]uint64, n), ps, float)
-				require.Equal(t, n, got.Count)
-				assert.Equal(t, roundDur(val(0)), got.Min)
-				assert.Equal(t, roundDur(val(n-1)), got.Max)
-				assert.Equal(t, roundDur(lerpAt(n, 50, val)), got.Median)
-				for i, p := range ps {
-					assert.Equal(t, roundDur(lerpAt(n, p, val)), got.Percentiles[i].Value, "p%v", p)
-				}
-			})
-		}
-	}
 }
 
 // TestPercentileNumpyVirtualIndex pins numpy's own virtual index for the

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmmetrics/llmmetrics/internal/stats"
 )
 
 // SLO is a per-request service level objective: the latency limits a
@@ -298,7 +300,7 @@ func (o Objective) Validate() error {
 	switch {
 	case int(o.Metric) >= len(metricNames):
 		return fmt.Errorf("%w: unknown metric %d", ErrInvalidObjective, uint8(o.Metric))
-	case !validPercent(o.Percentile):
+	case !stats.ValidPercent(o.Percentile):
 		return fmt.Errorf("%w: percentile %v outside [0, 100]", ErrInvalidObjective, o.Percentile)
 	case o.Limit < 0:
 		return fmt.Errorf("%w: negative limit %v", ErrInvalidObjective, o.Limit)

@@ -2,9 +2,10 @@ package llmmetrics
 
 import (
 	"math"
-	"slices"
-	"sync"
 	"time"
+
+	"github.com/llmmetrics/llmmetrics/internal/stats"
+	"github.com/llmmetrics/llmmetrics/internal/timebase"
 )
 
 // SummaryOptions configures Summarize. The zero value is ready to use: the
@@ -153,8 +154,8 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	// writes the per-record sample sets into one pooled buffer, record
 	// order kept (the float sums below depend on it):
 	// [TTFT | TPOT | E2EL | concurrency events (2 per record)].
-	buf := getSampleBuf(5 * n)
-	defer putSampleBuf(buf)
+	buf := stats.Buffer(5 * n)
+	defer stats.Release(buf)
 	all := *buf
 	kTTFT, kTPOT, kE2EL, kEvents := all[:0:n], all[n:n:2*n], all[2*n:2*n:3*n], all[3*n:3*n]
 
@@ -170,7 +171,7 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		minStart, maxEnd int64
 		haveEnd          bool
 	)
-	tb := newTimeBase(records[0].Start)
+	tb := timebase.New(records[0].Start)
 	allFast := true
 	for i := range records {
 		r := &records[i]
@@ -278,21 +279,30 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	}
 
 	// The distributions, through one shared scratch buffer.
-	scratch := getSampleBuf(2 * n) // ≥ every per-record sample set
-	defer putSampleBuf(scratch)
-	s.TTFT = distKeys(kTTFT, *scratch, ps, false)
-	s.TPOT = distKeys(kTPOT, *scratch, ps, true)
+	scratch := stats.Buffer(2 * n) // ≥ every per-record sample set
+	defer stats.Release(scratch)
+	ttft := stats.Of(kTTFT, *scratch, ps, stats.Int)
+	s.TTFT = distribution(&ttft, ps)
+	tpot := stats.Of(kTPOT, *scratch, ps, stats.Float)
+	s.TPOT = distribution(&tpot, ps)
 	if s.TPOT.Count > 0 {
 		s.RequestWeightedTPOT = s.TPOT.Mean
 	}
-	s.E2EL = distKeys(kE2EL, *scratch, ps, false)
+	e2el := stats.Of(kE2EL, *scratch, ps, stats.Int)
+	s.E2EL = distribution(&e2el, ps)
 	if nITL > 0 {
-		s.ITL = itlDistribution(records, nITL, ps)
+		itl := stats.Gaps(len(records), func(i int) []time.Duration {
+			if records[i].Outcome != OutcomeOK {
+				return nil
+			}
+			return records[i].ITL
+		}, ps)
+		s.ITL = distribution(&itl, ps)
 	}
 
 	// Peak concurrency: a sweep over [Start, End) in event order (see
 	// eventKey: a departure sorts before an arrival at the same instant).
-	radixSort(kEvents, *scratch)
+	stats.RadixSort(kEvents, *scratch)
 	cur := 0
 	for _, e := range kEvents {
 		if e&1 == 1 {
@@ -305,80 +315,12 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	return s
 }
 
-// itlDistribution returns the distribution of the ITL gaps of the OK
-// records (n > 0 of them), reading the gaps in place, twice, instead of
-// copying them all into one buffer first: they are the largest sample
-// set, and every pass over them costs more than the rest of Summarize.
-//
-// The first pass finds the exact sum (so the mean, as distKeys computes
-// it) and counts the gaps into logBucket's histogram, which needs no min
-// or max beforehand. The buckets that hold the ranks the median and the
-// percentiles read are then known, and so are those of the min and the
-// max (ranks 0 and n − 1: selecting them costs less than comparing every
-// gap). The second pass sums the squared deviations from the mean in the
-// same order as distKeys (so the standard deviation is the same to the
-// bit) and gathers the gaps of those few buckets, and selectRanks
-// finishes within each bucket.
-func itlDistribution(records []Record, n int, ps []float64) Distribution {
-	h := histPool.Get().(*[1 << 16]uint32)
-	defer histPool.Put(h)
-	clear(h[:logBucketCount])
-	var sumHi, sumLo uint64
-	for i := range records {
-		if records[i].Outcome != OutcomeOK {
-			continue
-		}
-		for _, g := range records[i].ITL {
-			v := uint64(max(g, 0))
-			sumHi, sumLo = addKey(sumHi, sumLo, v)
-			h[uint16(logBucket(v))]++ // logBucket < logBucketCount ≤ 2^16
-		}
-	}
-	mean := intMean(sumHi, sumLo, n)
-
-	var rankBuf [32]int
-	ranks := append(rankSet(n, ps, &rankBuf), 0, n-1)
-	slices.Sort(ranks)
-	ranks = slices.Compact(ranks)
-	var outBuf [32]uint64
-	out := outBuf[:0]
-	if len(ranks) > len(outBuf) {
-		out = make([]uint64, len(ranks))
-	}
-	out = out[:len(ranks)]
-	var wantBuf [32]rankBucket
-	var mark bucketSet
-	want, total := findRankBuckets(h[:logBucketCount], 0, ranks, wantBuf[:0], &mark)
-	buf := getSampleBuf(2 * total)
-	defer putSampleBuf(buf)
-	gathered, tmp := (*buf)[:total], (*buf)[total:2*total]
-
-	var ss float64
-	for i := range records {
-		if records[i].Outcome != OutcomeOK {
-			continue
-		}
-		for _, g := range records[i].ITL {
-			v := uint64(max(g, 0))
-			d := float64(v) - mean
-			ss += float64(d * d) // no FMA: see lerp
-			if b := uint16(logBucket(v)); mark.has(b) {
-				gathered[h[b]] = v
-				h[b]++
-			}
-		}
-	}
-	selectInBuckets(want, gathered, tmp, ranks, out, h, logBucketRange)
-	lo, hi := out[0], out[len(out)-1] // ranks 0 and n − 1
-	return distFromRanks(n, ps, false, ranks, out, lo, hi, mean, ss)
-}
-
 // eventKey encodes a concurrency event at offset t (in (−2^61, 2^61), see
-// timeBase) as (t + 2^61) << 1 | arrival. The original encoding is
+// timebase.Limit) as (t + 2^61) << 1 | arrival. The original encoding is
 // (t − minStart) << 1 | arrival; both differ from it by the same constant,
 // so they sort alike, and the sweep only depends on the order.
 func eventKey(t int64, arrival uint64) uint64 {
-	return uint64(t+offLimit)<<1 | arrival
+	return uint64(t+timebase.Limit)<<1 | arrival
 }
 
 // slowRunBounds returns max(End) − min(Start) (0 when not positive) and
@@ -413,67 +355,6 @@ func slowRunBounds(records []Record, events []uint64) (time.Duration, []uint64) 
 		}
 	}
 	return d, events
-}
-
-// offLimit bounds the offsets of a timeBase: every offset is in
-// (−offLimit, offLimit), so the difference of two offsets never overflows
-// an int64 and equals what time.Time.Sub returns (Sub saturates only
-// beyond ±(2^63 − 1) ns).
-const offLimit = 1 << 61
-
-// offLimitSec bounds the whole-second part of a wall-clock offset:
-// 2^31 s × 1e9 + 1e9 ns < 2^61 ns.
-const offLimitSec = 1 << 31
-
-// timeBase turns time.Time values into int64 nanoseconds since a base
-// instant, so that the per-record arithmetic is integer arithmetic instead
-// of repeated time.Time.Sub/Before calls (each of which re-decodes the
-// wall and monotonic fields and, without a monotonic reading, checks for
-// overflow with an Add and an Equal).
-//
-// time.Time compares and subtracts two instants by their monotonic clock
-// readings when both have one, and by their wall clocks otherwise. An
-// offset therefore stands in for an instant only when the instant has a
-// monotonic reading exactly when the base does: then for any two such
-// instants t and u, t.Sub(u) = off(t) − off(u) and t.Before(u) ⇔ off(t) <
-// off(u), in the same clock the time package would use. Instants of the
-// other kind, or too far from the base (see offLimit), are refused.
-type timeBase struct {
-	t    time.Time
-	mono bool
-	sec  int64 // t.Unix()
-	nsec int   // t.Nanosecond()
-}
-
-func newTimeBase(t time.Time) timeBase {
-	return timeBase{t: t, mono: hasMono(t), sec: t.Unix(), nsec: t.Nanosecond()}
-}
-
-// hasMono reports whether t carries a monotonic clock reading: Round(0)
-// strips it and changes nothing else, so t differs from t.Round(0)
-// (compared field by field, not as instants) exactly when it has one.
-func hasMono(t time.Time) bool { return t != t.Round(0) }
-
-// offset returns t − b.t in nanoseconds, with ok false when t cannot stand
-// in as an offset (see timeBase).
-func (b *timeBase) offset(t time.Time) (off int64, ok bool) {
-	if hasMono(t) != b.mono {
-		return 0, false
-	}
-	if b.mono {
-		// Both readings are monotonic: Sub is a plain subtraction of
-		// them (saturating, which the bound excludes).
-		d := t.Sub(b.t)
-		return int64(d), d > -offLimit && d < offLimit
-	}
-	// Wall clocks: Sub returns the exact difference (sec and nsec
-	// parts) when it does not saturate; compute it directly, without
-	// Sub's overflow check, once the seconds are known to be in range.
-	ds := t.Unix() - b.sec
-	if ds <= -offLimitSec || ds >= offLimitSec {
-		return 0, false
-	}
-	return ds*1e9 + int64(t.Nanosecond()-b.nsec), true
 }
 
 // recMetrics is what Summarize needs from one record: the values of the
@@ -512,8 +393,8 @@ func (m *recMetrics) slow(r *Record, slo SLO) {
 // taken as an offset. A zero FirstToken, LastToken or End is the "unset"
 // sentinel and is never converted: each place the methods compare it
 // with another time is handled below.
-func (m *recMetrics) fast(r *Record, slo *SLO, b *timeBase) bool {
-	start, ok := b.offset(r.Start)
+func (m *recMetrics) fast(r *Record, slo *SLO, b *timebase.Base) bool {
+	start, ok := b.Offset(r.Start)
 	if !ok {
 		return false
 	}
@@ -521,7 +402,7 @@ func (m *recMetrics) fast(r *Record, slo *SLO, b *timeBase) bool {
 	m.tok = !r.FirstToken.IsZero()
 	var first, last int64
 	if m.tok {
-		if first, ok = b.offset(r.FirstToken); !ok {
+		if first, ok = b.Offset(r.FirstToken); !ok {
 			return false
 		}
 		// lastToken(): LastToken, or FirstToken when LastToken is
@@ -535,7 +416,7 @@ func (m *recMetrics) fast(r *Record, slo *SLO, b *timeBase) bool {
 			}
 			last = first
 		} else {
-			if last, ok = b.offset(r.LastToken); !ok {
+			if last, ok = b.Offset(r.LastToken); !ok {
 				return false
 			}
 			last = max(last, first)
@@ -546,7 +427,7 @@ func (m *recMetrics) fast(r *Record, slo *SLO, b *timeBase) bool {
 	}
 	m.hasEnd = !r.End.IsZero()
 	if m.hasEnd {
-		if m.end, ok = b.offset(r.End); !ok {
+		if m.end, ok = b.Offset(r.End); !ok {
 			return false
 		}
 		if m.end > start {
@@ -597,10 +478,10 @@ func cleanPercentiles(ps []float64) []float64 {
 		return defaultPercentiles
 	}
 	for i, p := range ps {
-		if !validPercent(p) {
+		if !stats.ValidPercent(p) {
 			out := append([]float64(nil), ps[:i]...)
 			for _, p := range ps[i+1:] {
-				if validPercent(p) {
+				if stats.ValidPercent(p) {
 					out = append(out, p)
 				}
 			}
@@ -609,21 +490,6 @@ func cleanPercentiles(ps []float64) []float64 {
 	}
 	return ps
 }
-
-// sampleBufPool holds sample buffers so repeated Summarize calls do not allocate
-// them again.
-var sampleBufPool sync.Pool
-
-func getSampleBuf(n int) *[]uint64 {
-	if b, ok := sampleBufPool.Get().(*[]uint64); ok && cap(*b) >= n {
-		*b = (*b)[:n]
-		return b
-	}
-	b := make([]uint64, n)
-	return &b
-}
-
-func putSampleBuf(b *[]uint64) { sampleBufPool.Put(b) }
 
 // RequestWeightedTPOT returns the mean over requests of TPOT: each completed
 // (OutcomeOK) request with N > 1 counts once, whatever its length. ok is
