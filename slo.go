@@ -122,39 +122,58 @@ func (c SLOCheck) Met() bool { return c.OK && c.TTFT && c.TPOT && c.ITL && c.E2E
 
 // Check evaluates r against every limit of s (see SLO for the rules).
 func (s SLO) Check(r Record) SLOCheck {
-	c := SLOCheck{OK: r.Outcome == OutcomeOK, TTFT: true, TPOT: true, ITL: true, E2EL: true}
-	if s.TTFT > 0 {
-		d, ok := r.TTFT()
-		c.TTFT = ok && d <= s.TTFT
-	}
-	if s.TPOT > 0 {
-		c.TPOT = tpotWithin(r, s.TPOT)
-	}
-	if s.ITL > 0 {
-		d, ok := r.MaxGap()
-		c.ITL = !ok || d <= s.ITL
-	}
-	if s.E2EL > 0 {
-		d, ok := r.E2EL()
-		c.E2EL = ok && d <= s.E2EL
-	}
-	return c
+	f := r.figures()
+	return s.check(&r, &f)
 }
 
 // Met reports whether r is a good request under s: outcome OK and every set
 // limit met (inclusive). It is Check(r).Met().
 func (s SLO) Met(r Record) bool { return s.Check(r).Met() }
 
-// tpotWithin reports whether (LastToken−FirstToken)/(N−1) ≤ limit exactly
-// (without the rounding of Record.TPOT). A request without TPOT meets it.
-func tpotWithin(r Record, limit time.Duration) bool {
-	if r.OutputTokens <= 1 || !r.HasToken() {
-		return true
+// figures are the values of a Record that an SLO bounds. Record.figures
+// takes them from the Record methods; Summarize computes the same values
+// from integer offsets (recMetrics.fast) and checks them with the same
+// SLO.check.
+type figures struct {
+	tok     bool          // HasToken()
+	ttft    time.Duration // TTFT(), when tok
+	decode  time.Duration // LastToken − FirstToken (lastToken()), 0 without a token
+	e2el    time.Duration // E2EL(), when hasE2EL
+	hasE2EL bool
+}
+
+// figures returns r's figures from its methods.
+func (r *Record) figures() figures {
+	f := figures{tok: r.HasToken(), decode: r.decode()}
+	f.ttft, _ = r.TTFT()
+	f.e2el, f.hasE2EL = r.E2EL()
+	return f
+}
+
+// check is the one definition of the SLO rules: it evaluates r, whose
+// figures are f, against every limit of s. The largest gap (the ITL
+// limit) is read from r only when that limit is set: it costs a pass over
+// the gaps.
+func (s *SLO) check(r *Record, f *figures) SLOCheck {
+	c := SLOCheck{OK: r.Outcome == OutcomeOK, TTFT: true, TPOT: true, ITL: true, E2EL: true}
+	if s.TTFT > 0 {
+		c.TTFT = f.tok && f.ttft <= s.TTFT
 	}
-	d := r.decode()
-	k := time.Duration(r.OutputTokens - 1)
-	q, rem := d/k, d%k
-	return q < limit || (q == limit && rem == 0)
+	if s.TPOT > 0 && r.OutputTokens > 1 && f.tok {
+		// decode / (N − 1) ≤ limit exactly, without the rounding of
+		// Record.TPOT. A request without TPOT meets the limit.
+		k := time.Duration(r.OutputTokens - 1)
+		q, rem := f.decode/k, f.decode%k
+		c.TPOT = q < s.TPOT || (q == s.TPOT && rem == 0)
+	}
+	if s.ITL > 0 {
+		d, ok := r.MaxGap()
+		c.ITL = !ok || d <= s.ITL
+	}
+	if s.E2EL > 0 {
+		c.E2EL = f.hasE2EL && f.e2el <= s.E2EL
+	}
+	return c
 }
 
 // String returns the SLO in the text form ParseSLO reads, e.g.

@@ -176,8 +176,8 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	for i := range records {
 		r := &records[i]
 		var m recMetrics
-		if !m.fast(r, &opts.SLO, &tb) {
-			m.slow(r, opts.SLO)
+		if !m.fast(r, &tb) {
+			m.slow(r)
 			allFast = false
 		}
 		if allFast {
@@ -197,7 +197,7 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		out := max(r.OutputTokens, 0)
 		allOut += out
 
-		c := m.check
+		c := opts.SLO.check(r, &m.figures)
 		if c.OK {
 			mTTFT += countIf(c.TTFT)
 			mTPOT += countIf(c.TPOT)
@@ -357,43 +357,34 @@ func slowRunBounds(records []Record, events []uint64) (time.Duration, []uint64) 
 	return d, events
 }
 
-// recMetrics is what Summarize needs from one record: the values of the
-// Record methods and of SLO.Check, computed once.
+// recMetrics is what Summarize needs from one record, computed once: the
+// figures an SLO bounds and the run-level times.
 type recMetrics struct {
-	tok     bool          // HasToken()
-	ttft    time.Duration // TTFT() (when tok)
-	decode  time.Duration // decode(): lastToken() − FirstToken, 0 without a token
-	e2el    time.Duration // E2EL() (when hasE2EL)
-	hasE2EL bool
+	figures
 	hasBusy bool          // End.After(Start)
 	busy    time.Duration // End − Start (when hasBusy)
 	hasEnd  bool          // !End.IsZero()
-	// start and end are Start and End as offsets from the timeBase;
+	// start and end are Start and End as offsets from the timebase;
 	// set only by fast.
 	start, end int64
-	check      SLOCheck // slo.Check(r)
 }
 
-// slow fills m with the Record methods and SLO.Check themselves.
-func (m *recMetrics) slow(r *Record, slo SLO) {
-	m.tok = r.HasToken()
-	m.ttft, _ = r.TTFT()
-	m.decode = r.decode()
-	m.e2el, m.hasE2EL = r.E2EL()
+// slow fills m from the Record methods themselves.
+func (m *recMetrics) slow(r *Record) {
+	m.figures = r.figures()
 	if r.End.After(r.Start) {
 		m.hasBusy, m.busy = true, r.End.Sub(r.Start)
 	}
 	m.hasEnd = !r.End.IsZero()
-	m.check = slo.Check(*r)
 }
 
 // fast fills m from r's times as offsets from b, with the exact results
-// of the Record methods and SLO.Check, and reports false (m is then
-// partial and must be refilled by slow) when some time r uses cannot be
-// taken as an offset. A zero FirstToken, LastToken or End is the "unset"
-// sentinel and is never converted: each place the methods compare it
-// with another time is handled below.
-func (m *recMetrics) fast(r *Record, slo *SLO, b *timebase.Base) bool {
+// of the Record methods, and reports false (m is then partial and must be
+// refilled by slow) when some time r uses cannot be taken as an offset. A
+// zero FirstToken, LastToken or End is the "unset" sentinel and is never
+// converted: each place the methods compare it with another time is
+// handled below.
+func (m *recMetrics) fast(r *Record, b *timebase.Base) bool {
 	start, ok := b.Offset(r.Start)
 	if !ok {
 		return false
@@ -441,26 +432,6 @@ func (m *recMetrics) fast(r *Record, slo *SLO, b *timebase.Base) bool {
 		// End − Start is beyond any offset.
 		return false
 	}
-
-	// SLO.Check, threshold by threshold, on the values above.
-	c := SLOCheck{OK: r.Outcome == OutcomeOK, TTFT: true, TPOT: true, ITL: true, E2EL: true}
-	if slo.TTFT > 0 {
-		c.TTFT = m.tok && m.ttft <= slo.TTFT
-	}
-	if slo.TPOT > 0 && r.OutputTokens > 1 && m.tok {
-		// tpotWithin: decode / (N − 1) ≤ limit, exactly.
-		k := time.Duration(r.OutputTokens - 1)
-		q, rem := m.decode/k, m.decode%k
-		c.TPOT = q < slo.TPOT || (q == slo.TPOT && rem == 0)
-	}
-	if slo.ITL > 0 {
-		d, ok := r.MaxGap()
-		c.ITL = !ok || d <= slo.ITL
-	}
-	if slo.E2EL > 0 {
-		c.E2EL = m.hasE2EL && m.e2el <= slo.E2EL
-	}
-	m.check = c
 	return true
 }
 

@@ -325,8 +325,9 @@ func TestSummarizeMatchesRecordMethods(t *testing.T) {
 }
 
 // TestRecMetricsFast checks each per-record figure of the fast path against
-// the Record methods, and that the fast path is taken for ordinary records
-// (so the comparison above is not vacuous).
+// the Record methods (and so the SLO check on them against SLO.Check), and
+// that the fast path is taken for ordinary records (so the comparison above
+// is not vacuous).
 func TestRecMetricsFast(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	mono := time.Now()
@@ -352,14 +353,15 @@ func TestRecMetricsFast(t *testing.T) {
 			for range 5000 {
 				r := tt.gen(rng)
 				var got, want recMetrics
-				want.slow(&r, slo)
-				if !got.fast(&r, &slo, &tb) {
+				want.slow(&r)
+				if !got.fast(&r, &tb) {
 					require.False(t, tt.wantFast, "ordinary record refused: %+v", r)
 					continue
 				}
 				fast++
 				got.start, got.end = 0, 0 // offsets: slow does not set them
 				require.Equal(t, want, got, "%+v", r)
+				require.Equal(t, slo.Check(r), slo.check(&r, &got.figures), "%+v", r)
 			}
 			assert.Positive(t, fast, "some records take the fast path")
 		})
