@@ -370,6 +370,9 @@ type Request struct {
 	outcome         Outcome
 }
 
+// Context returns the context the request was started with.
+func (r *Request) Context() context.Context { return r.ctx }
+
 var (
 	errNegativeTokens = errors.New("llmmetrics: negative token count ignored")
 	errNegativeUsage  = errors.New("llmmetrics: negative usage count ignored")
