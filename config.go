@@ -80,7 +80,7 @@ type config struct {
 	windowAge  time.Duration
 	cacheSize  int
 	errs       []error
-	errorTyper func(error) attribute.KeyValue
+	errorTyper func(error) string
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -211,11 +211,14 @@ func WithAttributeCacheSize(n int) Option {
 }
 
 // WithErrorType sets how an error passed to End becomes the error.type
-// attribute of the duration histogram and the requests counter. Default:
+// attribute of the duration histogram and the requests counter: f returns
+// the attribute's value. Returning "" leaves that error to the default:
 // "canceled" for context.Canceled, "timeout" for context.DeadlineExceeded,
-// else semconv.ErrorType (the error's ErrorType method, or its Go type). The
-// result should have low cardinality. A nil function is ignored.
-func WithErrorType(f func(error) attribute.KeyValue) Option {
+// else semconv.ErrorType (the error's ErrorType method, or its Go type).
+// The values should have low cardinality: a Tracker keeps at most 32
+// distinct error combinations per attribute set and records further
+// error.type values as "_OTHER". A nil function is ignored.
+func WithErrorType(f func(error) string) Option {
 	return optionFunc(func(c *config) {
 		if f != nil {
 			c.errorTyper = f

@@ -422,9 +422,7 @@ func TestPerRequestAttributes(t *testing.T) {
 }
 
 func TestErrorTypeBounded(t *testing.T) {
-	tr, reader := newTestTracker(t, WithErrorType(func(err error) attribute.KeyValue {
-		return semconv.ErrorTypeKey.String(err.Error())
-	}))
+	tr, reader := newTestTracker(t, WithErrorType(func(err error) string { return err.Error() }))
 	for i := range maxErrorSets + 10 {
 		r := tr.StartAt(context.Background(), at(0))
 		r.EndAt(at(1), fmt.Errorf("e%d", i))
