@@ -104,6 +104,7 @@ package llmmetrics
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -142,15 +143,26 @@ func (o Outcome) MarshalText() ([]byte, error) {
 	return []byte(outcomeNames[o]), nil
 }
 
-// UnmarshalText decodes "ok", "error" or "canceled".
+// UnmarshalText decodes "ok", "error" or "canceled", in any case.
 func (o *Outcome) UnmarshalText(b []byte) error {
-	for i, n := range outcomeNames {
-		if string(b) == n {
-			*o = Outcome(i)
-			return nil
+	i, ok := parseName(b, outcomeNames[:])
+	if !ok {
+		return fmt.Errorf("llmmetrics: unknown outcome %q (want ok, error or canceled)", b)
+	}
+	*o = Outcome(i)
+	return nil
+}
+
+// parseName returns the index of b in names, compared case-insensitively:
+// the one rule for the text form of every enum of this package (Outcome,
+// Latency, Signal), which encode in lower case.
+func parseName(b []byte, names []string) (int, bool) {
+	for i, n := range names {
+		if strings.EqualFold(string(b), n) {
+			return i, true
 		}
 	}
-	return fmt.Errorf("llmmetrics: unknown outcome %q (want ok, error or canceled)", b)
+	return 0, false
 }
 
 // Record is the plain-value timeline of one request: what the analysis

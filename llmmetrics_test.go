@@ -122,6 +122,33 @@ func TestOutcomeText(t *testing.T) {
 	assert.ErrorContains(t, o.UnmarshalText([]byte("cancelled")), `llmmetrics: unknown outcome "cancelled"`)
 }
 
+// TestEnumTextCase: every enum reads its text form in any case (one rule)
+// and writes it in lower case.
+func TestEnumTextCase(t *testing.T) {
+	tests := []struct {
+		text string
+		into interface {
+			UnmarshalText([]byte) error
+			MarshalText() ([]byte, error)
+		}
+		want string
+	}{
+		{"OK", new(Outcome), "ok"},
+		{"Canceled", new(Outcome), "canceled"},
+		{"TTFT", new(Latency), "ttft"},
+		{"e2EL", new(Latency), "e2el"},
+		{"KNEE|Tail_Growth", new(Signal), "knee|tail_growth"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			require.NoError(t, tt.into.UnmarshalText([]byte(tt.text)))
+			b, err := tt.into.MarshalText()
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, string(b))
+		})
+	}
+}
+
 func TestRecordJSON(t *testing.T) {
 	rec := Record{
 		Start: at(0), FirstToken: at(100), LastToken: at(130), End: at(131),

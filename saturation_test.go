@@ -209,7 +209,7 @@ func TestFindSaturationObjectives(t *testing.T) {
 	assert.Equal(t, msDur(-50), got.Levels[2].Objectives[0].Margin)
 
 	// An objective on a percentile the summaries lack never passes.
-	missing := Objective{Metric: MetricTTFT, Percentile: 95, Limit: time.Second}
+	missing := Objective{Latency: LatencyTTFT, Percentile: 95, Limit: time.Second}
 	got = FindSaturation(levels, SaturationOptions{Objectives: []Objective{missing}})
 	assert.Equal(t, -1, got.MaxGoodLevel)
 }
@@ -232,7 +232,7 @@ func TestFindSaturationFromSummaries(t *testing.T) {
 	require.True(t, got.Found)
 	assert.Equal(t, 2, got.Level)
 	assert.Equal(t, SignalTailGrowth, firedSignals(got.Reasons))
-	assert.Equal(t, "ttft", got.Reasons[0].Metric)
+	assert.Equal(t, "ttft", got.Reasons[0].Latency)
 	assert.Equal(t, 2, got.MaxGoodLevel, "every request is good with the zero SLO")
 
 	b, err := json.Marshal(got)
@@ -252,7 +252,7 @@ func TestSaturationOptionsValidate(t *testing.T) {
 		{MedianFlat: 0.9}, {MedianFlat: nan},
 		{TailPercentile: 50}, {TailPercentile: 101}, {TailPercentile: nan},
 		{AttainmentTarget: -0.1}, {AttainmentTarget: 1.1}, {AttainmentTarget: nan},
-		{TailMetrics: []Metric{7}},
+		{TailLatencies: []Latency{7}},
 		{Objectives: []Objective{{Percentile: 120}}},
 	}
 	for _, o := range bad {
@@ -264,7 +264,7 @@ func TestSaturationOptionsValidate(t *testing.T) {
 		assert.Empty(t, got.Levels)
 	}
 	good := SaturationOptions{KneeFraction: 1, DropTolerance: 0.1, TailGrowth: 2, MedianFlat: 1, TailPercentile: 100,
-		AttainmentTarget: 1, TailMetrics: []Metric{MetricTTFT, MetricE2EL}, Throughput: ThroughputTotalTokens}
+		AttainmentTarget: 1, TailLatencies: []Latency{LatencyTTFT, LatencyE2EL}, Throughput: ThroughputTotalTokens}
 	assert.NoError(t, good.Validate())
 }
 

@@ -251,57 +251,14 @@ func ParseSLO(text string) (SLO, error) {
 	return s, nil
 }
 
-// Metric names one of the four latency distributions of a Summary. Its text
-// form is "ttft", "tpot", "itl" or "e2el". The zero value is MetricTTFT.
-type Metric uint8
-
-const (
-	// MetricTTFT selects Summary.TTFT.
-	MetricTTFT Metric = iota
-	// MetricTPOT selects Summary.TPOT.
-	MetricTPOT
-	// MetricITL selects Summary.ITL.
-	MetricITL
-	// MetricE2EL selects Summary.E2EL.
-	MetricE2EL
-)
-
-var metricNames = [...]string{"ttft", "tpot", "itl", "e2el"}
-
-// String returns "ttft", "tpot", "itl" or "e2el" (or "Metric(N)").
-func (m Metric) String() string {
-	if int(m) < len(metricNames) {
-		return metricNames[m]
-	}
-	return fmt.Sprintf("Metric(%d)", uint8(m))
-}
-
-// MarshalText encodes the metric as its name.
-func (m Metric) MarshalText() ([]byte, error) {
-	if int(m) >= len(metricNames) {
-		return nil, fmt.Errorf("llmmetrics: invalid metric %d", uint8(m))
-	}
-	return []byte(metricNames[m]), nil
-}
-
-// UnmarshalText decodes "ttft", "tpot", "itl" or "e2el" (case-insensitive).
-func (m *Metric) UnmarshalText(b []byte) error {
-	for i, n := range metricNames {
-		if strings.EqualFold(string(b), n) {
-			*m = Metric(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("llmmetrics: unknown metric %q (want ttft, tpot, itl or e2el)", b)
-}
-
 // Objective is a percentile objective such as "p95 TTFT ≤ 200 ms", checked
 // against a Summary's distribution (not per request). Percentile is in
 // percent (0–100); the comparison is inclusive. Its text form (String,
 // ParseObjective) is "p95 ttft<=200ms".
 type Objective struct {
-	// Metric is the distribution the objective bounds.
-	Metric Metric `json:"metric"`
+	// Latency is the distribution the objective bounds. Its JSON name
+	// stays "metric" (the field's name before it was renamed).
+	Latency Latency `json:"metric"`
 	// Percentile is the percentile in percent (0–100), e.g. 95.
 	Percentile float64 `json:"p"`
 	// Limit is the largest acceptable value at that percentile.
@@ -312,13 +269,13 @@ type Objective struct {
 // ParseObjective.
 var ErrInvalidObjective = errors.New("llmmetrics: invalid objective")
 
-// Validate returns an error wrapping ErrInvalidObjective when the metric is
+// Validate returns an error wrapping ErrInvalidObjective when the latency is
 // unknown, the percentile is NaN or outside [0, 100], or the limit is
 // negative.
 func (o Objective) Validate() error {
 	switch {
-	case int(o.Metric) >= len(metricNames):
-		return fmt.Errorf("%w: unknown metric %d", ErrInvalidObjective, uint8(o.Metric))
+	case !o.Latency.valid():
+		return fmt.Errorf("%w: unknown latency %d", ErrInvalidObjective, uint8(o.Latency))
 	case !stats.ValidPercent(o.Percentile):
 		return fmt.Errorf("%w: percentile %v outside [0, 100]", ErrInvalidObjective, o.Percentile)
 	case o.Limit < 0:
@@ -329,11 +286,11 @@ func (o Objective) Validate() error {
 
 // String returns the objective as "p95 ttft<=200ms".
 func (o Objective) String() string {
-	return "p" + strconv.FormatFloat(o.Percentile, 'f', -1, 64) + " " + o.Metric.String() + "<=" + o.Limit.String()
+	return "p" + strconv.FormatFloat(o.Percentile, 'f', -1, 64) + " " + o.Latency.String() + "<=" + o.Limit.String()
 }
 
 // ParseObjective parses "p95 ttft<=200ms" (also "p99.9 E2EL <= 5s" and "≤";
-// the metric is case-insensitive). It returns an error wrapping
+// the latency is read case-insensitively). It returns an error wrapping
 // ErrInvalidObjective for any other form.
 func ParseObjective(text string) (Objective, error) {
 	t := strings.TrimSpace(text)
@@ -357,8 +314,8 @@ func ParseObjective(text string) (Objective, error) {
 		return bad(`want "<="`)
 	}
 	var o Objective
-	if err := o.Metric.UnmarshalText([]byte(strings.TrimSpace(name))); err != nil {
-		return bad("unknown metric")
+	if err := o.Latency.UnmarshalText([]byte(strings.TrimSpace(name))); err != nil {
+		return bad("unknown latency")
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(limit))
 	if err != nil {
@@ -395,7 +352,7 @@ func (o Objective) Check(s Summary) ObjectiveResult {
 	if o.Validate() != nil {
 		return res
 	}
-	v, ok := s.Distribution(o.Metric).Percentile(o.Percentile)
+	v, ok := s.Distribution(o.Latency).Percentile(o.Percentile)
 	if !ok {
 		return res
 	}

@@ -133,9 +133,9 @@ func TestObjective(t *testing.T) {
 		})
 	}
 	empty := Summarize(nil, SummaryOptions{})
-	o := Objective{Metric: MetricE2EL, Percentile: 50, Limit: time.Second}
+	o := Objective{Latency: LatencyE2EL, Percentile: 50, Limit: time.Second}
 	assert.False(t, o.Check(empty).Found, "empty distribution")
-	assert.Equal(t, "p99.9 e2el<=5s", Objective{Metric: MetricE2EL, Percentile: 99.9, Limit: 5 * time.Second}.String())
+	assert.Equal(t, "p99.9 e2el<=5s", Objective{Latency: LatencyE2EL, Percentile: 99.9, Limit: 5 * time.Second}.String())
 }
 
 func TestParseObjectiveErrors(t *testing.T) {
@@ -147,20 +147,20 @@ func TestParseObjectiveErrors(t *testing.T) {
 			assert.Regexp(t, "^llmmetrics: ", err.Error())
 		})
 	}
-	assert.Error(t, Objective{Metric: Metric(9)}.Validate())
+	assert.Error(t, Objective{Latency: Latency(9)}.Validate())
 }
 
-func TestMetricText(t *testing.T) {
-	for m := range Metric(4) {
-		b, err := m.MarshalText()
+func TestLatencyText(t *testing.T) {
+	for l := range Latency(4) {
+		b, err := l.MarshalText()
 		require.NoError(t, err)
-		var back Metric
+		var back Latency
 		require.NoError(t, back.UnmarshalText(b))
-		assert.Equal(t, m, back)
+		assert.Equal(t, l, back)
 	}
-	_, err := Metric(4).MarshalText()
+	_, err := Latency(4).MarshalText()
 	assert.Error(t, err)
-	assert.Equal(t, "Metric(4)", Metric(4).String())
-	var m Metric
-	assert.Error(t, m.UnmarshalText([]byte("latency")))
+	assert.Equal(t, "Latency(4)", Latency(4).String())
+	var l Latency
+	assert.ErrorContains(t, l.UnmarshalText([]byte("latency")), `llmmetrics: unknown latency "latency"`)
 }

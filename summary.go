@@ -1,6 +1,7 @@
 package llmmetrics
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -98,17 +99,64 @@ type Summary struct {
 	Goodput Goodput `json:"goodput"`
 }
 
-// Distribution returns the distribution of s that m names (an empty
-// Distribution for an invalid m).
-func (s Summary) Distribution(m Metric) Distribution {
-	switch m {
-	case MetricTTFT:
+// Latency names one of the four latency distributions of a Summary:
+// Summary.Distribution selects it, an Objective bounds it. Its text form is
+// "ttft", "tpot", "itl" or "e2el" (read case-insensitively). The zero value
+// is LatencyTTFT.
+type Latency uint8
+
+const (
+	// LatencyTTFT selects Summary.TTFT.
+	LatencyTTFT Latency = iota
+	// LatencyTPOT selects Summary.TPOT.
+	LatencyTPOT
+	// LatencyITL selects Summary.ITL.
+	LatencyITL
+	// LatencyE2EL selects Summary.E2EL.
+	LatencyE2EL
+)
+
+var latencyNames = []string{"ttft", "tpot", "itl", "e2el"}
+
+func (l Latency) valid() bool { return int(l) < len(latencyNames) }
+
+// String returns "ttft", "tpot", "itl" or "e2el" (or "Latency(N)").
+func (l Latency) String() string {
+	if l.valid() {
+		return latencyNames[l]
+	}
+	return fmt.Sprintf("Latency(%d)", uint8(l))
+}
+
+// MarshalText encodes the latency as its name.
+func (l Latency) MarshalText() ([]byte, error) {
+	if !l.valid() {
+		return nil, fmt.Errorf("llmmetrics: invalid latency %d", uint8(l))
+	}
+	return []byte(latencyNames[l]), nil
+}
+
+// UnmarshalText decodes "ttft", "tpot", "itl" or "e2el", in any case.
+func (l *Latency) UnmarshalText(b []byte) error {
+	i, ok := parseName(b, latencyNames)
+	if !ok {
+		return fmt.Errorf("llmmetrics: unknown latency %q (want ttft, tpot, itl or e2el)", b)
+	}
+	*l = Latency(i)
+	return nil
+}
+
+// Distribution returns the distribution of s that l names: like a map
+// lookup, an empty Distribution (Count 0) for an unknown l.
+func (s Summary) Distribution(l Latency) Distribution {
+	switch l {
+	case LatencyTTFT:
 		return s.TTFT
-	case MetricTPOT:
+	case LatencyTPOT:
 		return s.TPOT
-	case MetricITL:
+	case LatencyITL:
 		return s.ITL
-	case MetricE2EL:
+	case LatencyE2EL:
 		return s.E2EL
 	}
 	return Distribution{}

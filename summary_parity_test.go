@@ -75,7 +75,7 @@ func TestSummarizeVLLMParity(t *testing.T) {
 				assert.InEpsilon(t, g.num(t, "request_goodput")+1e-300, s.Goodput.RequestsPerSecond+1e-300, 1e-12, "request goodput")
 			}
 
-			for _, m := range []llmmetrics.Metric{llmmetrics.MetricTTFT, llmmetrics.MetricTPOT, llmmetrics.MetricITL, llmmetrics.MetricE2EL} {
+			for _, m := range []llmmetrics.Latency{llmmetrics.LatencyTTFT, llmmetrics.LatencyTPOT, llmmetrics.LatencyITL, llmmetrics.LatencyE2EL} {
 				d := s.Distribution(m)
 				n := int(g.num(t, "n_"+m.String()))
 				require.Equal(t, n, d.Count, "%s count", m)

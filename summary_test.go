@@ -189,7 +189,7 @@ func TestSummarizeGolden(t *testing.T) {
 				assert.Equal(t, 2, s.Failed)
 				assert.Equal(t, 1, s.Canceled)
 				assert.Equal(t, msDur(35), s.Duration) // max(End) − min(Start)
-				for _, m := range []Metric{MetricTTFT, MetricTPOT, MetricITL, MetricE2EL} {
+				for _, m := range []Latency{LatencyTTFT, LatencyTPOT, LatencyITL, LatencyE2EL} {
 					assert.Equal(t, Distribution{}, s.Distribution(m), m.String())
 				}
 				assert.Zero(t, s.RequestThroughput)
@@ -349,7 +349,7 @@ func TestSummarizeProperties(t *testing.T) {
 		rs := randomRunRecords(rng, 1+rng.IntN(300))
 		slo := SLO{TTFT: msDur(float64(rng.IntN(300))), TPOT: msDur(float64(rng.IntN(50))), ITL: msDur(float64(rng.IntN(200)))}
 		s := Summarize(rs, SummaryOptions{SLO: slo, Percentiles: []float64{0, 10, 50, 90, 99, 100}})
-		for _, m := range []Metric{MetricTTFT, MetricTPOT, MetricITL, MetricE2EL} {
+		for _, m := range []Latency{LatencyTTFT, LatencyTPOT, LatencyITL, LatencyE2EL} {
 			d := s.Distribution(m)
 			if d.Count == 0 {
 				continue
