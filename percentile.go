@@ -1,11 +1,30 @@
 package llmmetrics
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics/internal/stats"
+)
+
+// Errors of the statistics functions (see the package documentation's
+// Errors section for the convention).
+var (
+	// ErrInvalidPercentile is returned (wrapped) for a percentile that is
+	// NaN or outside [0, 100].
+	ErrInvalidPercentile = errors.New("llmmetrics: invalid percentile")
+	// ErrInvalidSample is returned (wrapped) for a NaN or infinite value,
+	// a negative, NaN or infinite weight, values and weights of
+	// different lengths, or sums that overflow float64.
+	ErrInvalidSample = errors.New("llmmetrics: invalid sample")
+	// ErrUndefined is returned (wrapped) by a function whose arguments
+	// are valid but whose result does not exist: the percentile of no
+	// values, a weighted mean whose weights sum to 0, the cost per token
+	// at zero throughput.
+	ErrUndefined = errors.New("llmmetrics: undefined result")
 )
 
 // Percentile returns the p-th percentile of values with numpy's default
@@ -17,33 +36,44 @@ import (
 // the minimum, p = 100 the maximum, p = 50 the median (for an even count,
 // the mean of the two middle values).
 //
-// Percentile returns NaN when values is empty, when p is NaN or outside
-// [0, 100], and when any value is NaN (numpy propagates NaN the same way).
-// ±Inf values are ordered normally. values is not modified; Percentile
-// copies and sorts it (O(n log n), one allocation). It is safe for
-// concurrent use.
-func Percentile(values []float64, p float64) float64 {
-	s, ok := sortedCopy(values, p)
-	if !ok {
-		return math.NaN()
+// The error wraps ErrInvalidPercentile when p is NaN or outside [0, 100],
+// ErrInvalidSample when a value is NaN or ±Inf, and ErrUndefined when
+// values is empty. values is not modified; Percentile copies and sorts it
+// (O(n log n), one allocation). It is safe for concurrent use.
+func Percentile(values []float64, p float64) (float64, error) {
+	s, err := sortedCopy(values, p)
+	if err != nil {
+		return 0, err
 	}
-	return stats.LerpAt(len(s), p, func(i int) float64 { return s[i] })
+	return stats.LerpAt(len(s), p, func(i int) float64 { return s[i] }), nil
 }
 
-// sortedCopy returns a sorted copy of values, or false when a percentile
-// of them is NaN: values empty, p NaN or outside [0, 100], or a NaN value.
-func sortedCopy(values []float64, p float64) ([]float64, bool) {
-	if len(values) == 0 || !stats.ValidPercent(p) {
-		return nil, false
+// sortedCopy returns a sorted copy of values, or the error of a percentile
+// p of them (see Percentile).
+func sortedCopy(values []float64, p float64) ([]float64, error) {
+	if !stats.ValidPercent(p) {
+		return nil, fmt.Errorf("%w: %v is outside [0, 100]", ErrInvalidPercentile, p)
+	}
+	if err := finiteValues(values); err != nil {
+		return nil, err
+	}
+	if len(values) == 0 {
+		return nil, fmt.Errorf("%w: percentile of no values", ErrUndefined)
 	}
 	s := slices.Clone(values)
-	for _, v := range s {
-		if math.IsNaN(v) {
-			return nil, false
+	slices.Sort(s)
+	return s, nil
+}
+
+// finiteValues returns an error wrapping ErrInvalidSample when a value is
+// NaN or ±Inf.
+func finiteValues(values []float64) error {
+	for i, v := range values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w: values[%d] is %v", ErrInvalidSample, i, v)
 		}
 	}
-	slices.Sort(s)
-	return s, true
+	return nil
 }
 
 // PercentileNearestRank returns the p-th percentile of values with the
@@ -53,15 +83,52 @@ func sortedCopy(values []float64, p float64) ([]float64, bool) {
 // quote a latency that really happened.
 //
 // p is in percent (0–100); p = 0 gives the minimum and p = 100 the maximum.
-// It returns NaN for empty input, for NaN p or p outside [0, 100], and when
-// any value is NaN. values is not modified. It is safe for concurrent use.
-func PercentileNearestRank(values []float64, p float64) float64 {
-	s, ok := sortedCopy(values, p)
-	if !ok {
-		return math.NaN()
+// Its errors are those of Percentile. values is not modified. It is safe
+// for concurrent use.
+func PercentileNearestRank(values []float64, p float64) (float64, error) {
+	s, err := sortedCopy(values, p)
+	if err != nil {
+		return 0, err
 	}
 	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	return s[min(max(rank, 1), len(s))-1]
+	return s[min(max(rank, 1), len(s))-1], nil
+}
+
+// WeightedMean returns Σ values[i]·weights[i] / Σ weights[i]. With every
+// weight 1 it is the plain mean; Summary.TokenWeightedTPOT is the weighted
+// mean of per-request TPOT with weights N − 1. A zero weight leaves its
+// value out.
+//
+// The error wraps ErrInvalidSample when the slices differ in length, a
+// value is NaN or ±Inf, a weight is negative, NaN or ±Inf, or a sum
+// overflows; it wraps ErrUndefined when the weights sum to 0 (no values,
+// or only zero weights). It is safe for concurrent use.
+func WeightedMean(values, weights []float64) (float64, error) {
+	if len(values) != len(weights) {
+		return 0, fmt.Errorf("%w: %d values and %d weights", ErrInvalidSample, len(values), len(weights))
+	}
+	if err := finiteValues(values); err != nil {
+		return 0, err
+	}
+	var sum, wsum float64
+	for i, v := range values {
+		w := weights[i]
+		if !(w >= 0) || math.IsInf(w, 0) {
+			return 0, fmt.Errorf("%w: weights[%d] is %v", ErrInvalidSample, i, w)
+		}
+		if w == 0 {
+			continue
+		}
+		sum += float64(v * w) // no FMA: see internal/stats
+		wsum += w
+	}
+	if wsum == 0 {
+		return 0, fmt.Errorf("%w: weighted mean with no weight", ErrUndefined)
+	}
+	if !finiteFloat(sum) || !finiteFloat(wsum) {
+		return 0, fmt.Errorf("%w: the weighted sums overflow float64", ErrInvalidSample)
+	}
+	return sum / wsum, nil
 }
 
 // PercentileValue is one requested percentile of a Distribution: P is in

@@ -89,7 +89,7 @@ func (s *Signal) UnmarshalText(b []byte) error {
 			}
 		}
 		if !found && part != "" {
-			return fmt.Errorf("llmmetrics: unknown signal %q", part)
+			return fmt.Errorf("%w: unknown signal %q", ErrInvalidText, part)
 		}
 	}
 	*s = out
@@ -162,7 +162,7 @@ var ErrInvalidSaturationOptions = errors.New("llmmetrics: invalid saturation opt
 
 // Validate returns an error wrapping ErrInvalidSaturationOptions when a
 // field is outside its documented range (NaN included) or an objective is
-// invalid.
+// invalid (the error then wraps ErrInvalidObjective as well).
 func (o SaturationOptions) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidSaturationOptions}, args...)...)
@@ -190,7 +190,7 @@ func (o SaturationOptions) Validate() error {
 	}
 	for _, obj := range o.Objectives {
 		if err := obj.Validate(); err != nil {
-			return bad("%v", err)
+			return bad("%w", err) // wraps ErrInvalidObjective too
 		}
 	}
 	return nil
@@ -302,15 +302,15 @@ type Saturation struct {
 // The saturation point is the first level where any signal fires. A signal
 // whose inputs a level lacks (no requests, an empty distribution, a
 // percentile not computed, a zero throughput without request data, a load
-// not above the previous one) is skipped for that level, not an error. Invalid options (see
-// Validate) give a result with Found false and no levels evaluated; call
-// Validate first to see why. FindSaturation is a pure function, safe for
-// concurrent use; it does not modify levels.
-func FindSaturation(levels []LoadLevel, opts SaturationOptions) Saturation {
-	res := Saturation{Level: -1, BestGoodputLevel: -1, MaxGoodLevel: -1}
-	if opts.Validate() != nil {
-		return res
+// not above the previous one) is skipped for that level, not an error.
+// Invalid options give the error of opts.Validate (wrapping
+// ErrInvalidSaturationOptions) and no result. FindSaturation is a pure
+// function, safe for concurrent use; it does not modify levels.
+func FindSaturation(levels []LoadLevel, opts SaturationOptions) (Saturation, error) {
+	if err := opts.Validate(); err != nil {
+		return Saturation{Level: -1, BestGoodputLevel: -1, MaxGoodLevel: -1}, err
 	}
+	res := Saturation{Level: -1, BestGoodputLevel: -1, MaxGoodLevel: -1}
 	o := opts.withDefaults()
 	res.Levels = make([]LevelReport, len(levels))
 
@@ -393,7 +393,7 @@ func FindSaturation(levels []LoadLevel, opts SaturationOptions) Saturation {
 				"SLO attainment %.1f%% is below the %.1f%% target", 100*s.Goodput.Attainment, 100*o.AttainmentTarget)
 		}
 		for _, obj := range o.Objectives {
-			r := obj.Check(s)
+			r, _ := obj.Check(s) // valid: checked by Validate above
 			rep.Objectives = append(rep.Objectives, r)
 			meets = meets && r.Pass
 		}
@@ -408,7 +408,7 @@ func FindSaturation(levels []LoadLevel, opts SaturationOptions) Saturation {
 			res.Found, res.Level, res.Load, res.Reasons = true, i, lv.Load, rep.Reasons
 		}
 	}
-	return res
+	return res, nil
 }
 
 // measure returns the tracked throughput and goodput of s (NaN/Inf as 0).

@@ -117,7 +117,8 @@ type SLOCheck struct {
 	E2EL bool `json:"e2el"`
 }
 
-// Met reports whether the request is good: OK and within every limit.
+// Met reports whether the request is good: OK and within every limit. For
+// a Record r, slo.Check(r).Met() is the one way to ask "is r good?".
 func (c SLOCheck) Met() bool { return c.OK && c.TTFT && c.TPOT && c.ITL && c.E2EL }
 
 // Check evaluates r against every limit of s (see SLO for the rules).
@@ -125,10 +126,6 @@ func (s SLO) Check(r Record) SLOCheck {
 	f := r.figures()
 	return s.check(&r, &f)
 }
-
-// Met reports whether r is a good request under s: outcome OK and every set
-// limit met (inclusive). It is Check(r).Met().
-func (s SLO) Met(r Record) bool { return s.Check(r).Met() }
 
 // figures are the values of a Record that an SLO bounds. Record.figures
 // takes them from the Record methods; Summarize computes the same values
@@ -230,7 +227,7 @@ func ParseSLO(text string) (SLO, error) {
 		seen[key] = true
 		d, err := time.ParseDuration(val)
 		if err != nil {
-			return SLO{}, fmt.Errorf("%w: %s: %v", ErrInvalidSLO, key, err)
+			return SLO{}, fmt.Errorf("%w: %s: %w", ErrInvalidSLO, key, err)
 		}
 		switch key {
 		case "ttft":
@@ -345,18 +342,19 @@ type ObjectiveResult struct {
 	Margin time.Duration `json:"margin_ns"`
 }
 
-// Check evaluates the objective against s. An invalid objective (see
-// Validate) is not Found.
-func (o Objective) Check(s Summary) ObjectiveResult {
+// Check evaluates the objective against s. The error is Validate's, for
+// an invalid objective; a valid one whose percentile s does not hold gives
+// a result that is not Found.
+func (o Objective) Check(s Summary) (ObjectiveResult, error) {
 	res := ObjectiveResult{Objective: o}
-	if o.Validate() != nil {
-		return res
+	if err := o.Validate(); err != nil {
+		return res, err
 	}
 	v, ok := s.Distribution(o.Latency).Percentile(o.Percentile)
 	if !ok {
-		return res
+		return res, nil
 	}
 	res.Found, res.Value, res.Margin = true, v, o.Limit-v
 	res.Pass = v <= o.Limit
-	return res
+	return res, nil
 }

@@ -35,7 +35,6 @@ func TestSLOCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.slo.Check(tt.r)
 			assert.Equal(t, tt.want, got)
-			assert.Equal(t, tt.want.Met(), tt.slo.Met(tt.r))
 		})
 	}
 }
@@ -126,7 +125,9 @@ func TestObjective(t *testing.T) {
 			o, err := ParseObjective(tt.text)
 			require.NoError(t, err)
 			tt.want.Objective = o
-			assert.Equal(t, tt.want, o.Check(s))
+			got, err := o.Check(s)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
 			back, err := ParseObjective(o.String())
 			require.NoError(t, err)
 			assert.Equal(t, o, back)
@@ -134,7 +135,11 @@ func TestObjective(t *testing.T) {
 	}
 	empty := Summarize(nil, SummaryOptions{})
 	o := Objective{Latency: LatencyE2EL, Percentile: 50, Limit: time.Second}
-	assert.False(t, o.Check(empty).Found, "empty distribution")
+	res, err := o.Check(empty)
+	require.NoError(t, err)
+	assert.False(t, res.Found, "empty distribution")
+	_, err = Objective{Latency: LatencyTTFT, Percentile: 101}.Check(empty)
+	assert.ErrorIs(t, err, ErrInvalidObjective, "an invalid objective is an error")
 	assert.Equal(t, "p99.9 e2el<=5s", Objective{Latency: LatencyE2EL, Percentile: 99.9, Limit: 5 * time.Second}.String())
 }
 
@@ -159,8 +164,10 @@ func TestLatencyText(t *testing.T) {
 		assert.Equal(t, l, back)
 	}
 	_, err := Latency(4).MarshalText()
-	assert.Error(t, err)
+	assert.ErrorIs(t, err, ErrInvalidText)
 	assert.Equal(t, "Latency(4)", Latency(4).String())
 	var l Latency
-	assert.ErrorContains(t, l.UnmarshalText([]byte("latency")), `llmmetrics: unknown latency "latency"`)
+	err = l.UnmarshalText([]byte("latency"))
+	assert.ErrorIs(t, err, ErrInvalidText)
+	assert.ErrorContains(t, err, `llmmetrics: invalid text: unknown latency "latency"`)
 }

@@ -79,11 +79,22 @@ type Summary struct {
 	// E2EL is the distribution of end-to-end latency over completed
 	// requests.
 	E2EL Distribution `json:"e2el"`
-	// RequestWeightedTPOT is the mean of per-request TPOT (= TPOT.Mean;
-	// 0 when TPOT.Count is 0). See RequestWeightedTPOT.
+	// RequestWeightedTPOT is the mean over requests of TPOT, each
+	// request counting once whatever its length (= TPOT.Mean, vLLM's
+	// "Mean TPOT"; 0 when TPOT.Count is 0): what a typical user feels.
+	// It repeats TPOT.Mean so that the JSON holds both means side by side.
+	//
+	// The two means differ when long and short answers decode at
+	// different speeds. Take two requests: A generates 1,001 tokens in
+	// 10 s after its first token (TPOT 10 ms), B 11 tokens in 1 s (TPOT
+	// 100 ms). The request-weighted mean is (10 + 100) / 2 = 55 ms; the
+	// token-weighted mean is (10 s + 1 s) / (1,000 + 10) ≈ 10.9 ms.
 	RequestWeightedTPOT time.Duration `json:"tpot_request_weighted_ns"`
 	// TokenWeightedTPOT is Σ(LastToken − FirstToken) / Σ(N − 1) over the
-	// same requests (0 when TPOT.Count is 0). See TokenWeightedTPOT.
+	// same requests (0 when TPOT.Count is 0): the mean time per output
+	// token where each token counts once, so long answers weigh more. It
+	// is the server's decode speed, what mean ITL approximates when every
+	// chunk holds one token. See RequestWeightedTPOT for an example.
 	TokenWeightedTPOT time.Duration `json:"tpot_token_weighted_ns"`
 	// PeakConcurrency is the largest number of requests in flight at once,
 	// over the half-open intervals [Start, End) of all records with an End
@@ -131,7 +142,7 @@ func (l Latency) String() string {
 // MarshalText encodes the latency as its name.
 func (l Latency) MarshalText() ([]byte, error) {
 	if !l.valid() {
-		return nil, fmt.Errorf("llmmetrics: invalid latency %d", uint8(l))
+		return nil, fmt.Errorf("%w: no name for latency %d", ErrInvalidText, uint8(l))
 	}
 	return []byte(latencyNames[l]), nil
 }
@@ -140,7 +151,7 @@ func (l Latency) MarshalText() ([]byte, error) {
 func (l *Latency) UnmarshalText(b []byte) error {
 	i, ok := parseName(b, latencyNames)
 	if !ok {
-		return fmt.Errorf("llmmetrics: unknown latency %q (want ttft, tpot, itl or e2el)", b)
+		return fmt.Errorf("%w: unknown latency %q (want ttft, tpot, itl or e2el)", ErrInvalidText, b)
 	}
 	*l = Latency(i)
 	return nil
@@ -165,8 +176,9 @@ func (s Summary) Distribution(l Latency) Distribution {
 // Summarize aggregates records over a run. It is a pure function, safe for
 // concurrent use, and does not modify records.
 //
-// The rules (DESIGN §1), which match `vllm bench serve`'s calculate_metrics
-// for the same per-request data and duration:
+// The rules, which match `vllm bench serve`'s calculate_metrics for the
+// same per-request data and duration (the package documentation's
+// Definitions section defines each figure):
 //
 //   - Only OK requests are Completed and enter the token totals and the
 //     latency distributions; failed and canceled requests count only in
@@ -508,85 +520,4 @@ func cleanPercentiles(ps []float64) []float64 {
 		}
 	}
 	return ps
-}
-
-// RequestWeightedTPOT returns the mean over requests of TPOT: each completed
-// (OutcomeOK) request with N > 1 counts once, whatever its length. ok is
-// false when no such request exists. The result is rounded to the
-// nanosecond.
-//
-// Request-weighted and token-weighted TPOT differ when long and short
-// answers decode at different speeds. Take two requests: A generates 1,001
-// tokens in 10 s after its first token (TPOT 10 ms), B generates 11 tokens
-// in 1 s (TPOT 100 ms). The request-weighted mean is (10 + 100) / 2 = 55 ms;
-// the token-weighted mean is (10 s + 1 s) / (1,000 + 10) ≈ 10.9 ms.
-//
-// Use the request-weighted mean for what a typical user feels (each
-// conversation counts once; it is vLLM's "Mean TPOT"); use TokenWeightedTPOT
-// for the server's decode speed (each generated token counts once; it is
-// what mean ITL approximates when every chunk holds one token).
-func RequestWeightedTPOT(records []Record) (time.Duration, bool) {
-	var sum float64
-	n := 0
-	for i := range records {
-		r := &records[i]
-		if r.Outcome == OutcomeOK && r.HasToken() && r.OutputTokens > 1 {
-			sum += float64(r.decode()) / float64(r.OutputTokens-1)
-			n++
-		}
-	}
-	if n == 0 {
-		return 0, false
-	}
-	return roundDur(sum / float64(n)), true
-}
-
-// TokenWeightedTPOT returns Σ(LastToken − FirstToken) / Σ(N − 1) over
-// completed (OutcomeOK) requests with N > 1: the mean time per output token
-// where each token counts once, so long answers weigh more. ok is false when
-// no such request exists. The result is rounded to the nanosecond. See
-// RequestWeightedTPOT for a worked example of the difference.
-func TokenWeightedTPOT(records []Record) (time.Duration, bool) {
-	var sum float64
-	n := 0
-	for i := range records {
-		r := &records[i]
-		if r.Outcome == OutcomeOK && r.HasToken() && r.OutputTokens > 1 {
-			sum += float64(r.decode())
-			n += r.OutputTokens - 1
-		}
-	}
-	if n == 0 {
-		return 0, false
-	}
-	return roundDur(sum / float64(n)), true
-}
-
-// WeightedMean returns Σ values[i]·weights[i] / Σ weights[i]. With every
-// weight 1 it is the plain mean; TokenWeightedTPOT is the weighted mean of
-// per-request TPOT with weights N − 1.
-//
-// It returns NaN when the slices differ in length or are empty, when a
-// weight is negative, NaN or Inf, when a value is NaN, or when the weights
-// sum to 0.
-func WeightedMean(values, weights []float64) float64 {
-	if len(values) != len(weights) || len(values) == 0 {
-		return math.NaN()
-	}
-	var sum, wsum float64
-	for i, v := range values {
-		w := weights[i]
-		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) || math.IsNaN(v) {
-			return math.NaN()
-		}
-		if w == 0 {
-			continue
-		}
-		sum += float64(v * w) // no FMA: see lerp
-		wsum += w
-	}
-	if wsum == 0 {
-		return math.NaN()
-	}
-	return sum / wsum
 }

@@ -373,7 +373,7 @@ func TestSummarizeProperties(t *testing.T) {
 		assert.Equal(t, s.Requests, s.Completed+s.Failed+s.Canceled)
 		good := 0
 		for _, r := range rs {
-			good += countIf(slo.Met(r))
+			good += countIf(slo.Check(r).Met())
 		}
 		assert.Equal(t, good, s.Goodput.Good)
 	}
@@ -463,82 +463,6 @@ func assertFiniteFloats(t *testing.T, v reflect.Value, path string) {
 		for i := range v.Len() {
 			assertFiniteFloats(t, v.Index(i), path)
 		}
-	}
-}
-
-func TestWeightedTPOT(t *testing.T) {
-	long := okRecord(0, 100, repeatMS(10, 1000), 1001) // TPOT 10 ms over 1,000 tokens
-	short := okRecord(0, 100, repeatMS(100, 10), 11)   // TPOT 100 ms over 10 tokens
-	one := okRecord(0, 100, nil, 1)                    // no TPOT
-	bad := long
-	bad.Outcome = OutcomeError
-
-	tests := []struct {
-		name          string
-		rs            []Record
-		wantReq, wTok time.Duration
-		ok            bool
-	}{
-		{"two-request example", []Record{long, short, one, bad}, msDur(55), 10891089, true},
-		{"none with TPOT", []Record{one, bad}, 0, 0, false},
-		{"empty", nil, 0, 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, ok := RequestWeightedTPOT(tt.rs)
-			assert.Equal(t, tt.ok, ok)
-			assert.Equal(t, tt.wantReq, r)
-			k, ok := TokenWeightedTPOT(tt.rs)
-			assert.Equal(t, tt.ok, ok)
-			assert.Equal(t, tt.wTok, k)
-		})
-	}
-
-	t.Run("equal N and decode time gives equal means", func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(1, 2))
-		for range 20 {
-			n := 2 + rng.IntN(50)
-			decode := 1 + rng.IntN(5000)
-			var rs []Record
-			for i := range 1 + rng.IntN(20) {
-				r := okRecord(float64(i), rng.ExpFloat64()*100, nil, n)
-				r.LastToken = r.FirstToken.Add(msDur(float64(decode)))
-				rs = append(rs, r)
-			}
-			a, _ := RequestWeightedTPOT(rs)
-			b, _ := TokenWeightedTPOT(rs)
-			assert.Equal(t, a, b)
-		}
-	})
-}
-
-func TestWeightedMean(t *testing.T) {
-	nan := math.NaN()
-	tests := []struct {
-		name    string
-		v, w    []float64
-		want    float64
-		wantNaN bool
-	}{
-		{"plain mean", []float64{1, 2, 3}, []float64{1, 1, 1}, 2, false},
-		{"TPOT by tokens", []float64{10, 100}, []float64{1000, 10}, 11000.0 / 1010, false},
-		{"zero weight skipped", []float64{5, nan}, []float64{1, 0}, 0, true},
-		{"zero weight ignored", []float64{5, 1e9}, []float64{2, 0}, 5, false},
-		{"length mismatch", []float64{1}, []float64{1, 2}, 0, true},
-		{"empty", nil, nil, 0, true},
-		{"negative weight", []float64{1, 2}, []float64{1, -1}, 0, true},
-		{"all zero weights", []float64{1, 2}, []float64{0, 0}, 0, true},
-		{"inf weight", []float64{1, 2}, []float64{1, math.Inf(1)}, 0, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := WeightedMean(tt.v, tt.w)
-			if tt.wantNaN {
-				assert.True(t, math.IsNaN(got), "got %v", got)
-				return
-			}
-			assert.InDelta(t, tt.want, got, 1e-12)
-		})
 	}
 }
 

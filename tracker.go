@@ -101,8 +101,9 @@ type instruments struct {
 }
 
 // NewTracker returns a Tracker configured by opts. Invalid options make it
-// fail with an error that starts with "llmmetrics: "; so does a
-// MeterProvider that refuses to create an instrument.
+// fail with an error wrapping ErrInvalidOption (ErrInvalidSLO for WithSLO);
+// a MeterProvider that refuses to create an instrument makes it fail with
+// an error wrapping the provider's.
 func NewTracker(opts ...Option) (*Tracker, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -548,7 +549,7 @@ func (t *Tracker) finish(ctx context.Context, set *attrSet, rec Record, err erro
 	st := sloNone
 	if t.cfg.hasSLO {
 		st = sloMissed
-		if t.cfg.slo.Met(rec) {
+		if t.cfg.slo.Check(rec).Met() {
 			st = sloMet
 		}
 	}

@@ -332,7 +332,7 @@ func TestRequestEdgeCases(t *testing.T) {
 		assert.Nil(t, rec.ITL)
 		assert.Equal(t, 50*time.Millisecond, rec.MaxITL)
 		slo, _ := tr.SLO()
-		assert.False(t, slo.Met(rec), "the 50 ms stutter breaks the 40 ms ITL limit")
+		assert.False(t, slo.Check(rec).Met(), "the 50 ms stutter breaks the 40 ms ITL limit")
 	})
 	t.Run("nil context is accepted", func(t *testing.T) {
 		tr, _ := newTestTracker(t)
@@ -358,26 +358,28 @@ func TestNewTrackerOptions(t *testing.T) {
 	tests := []struct {
 		name    string
 		opts    []Option
+		wantIs  error // nil: no error
 		wantErr string
 	}{
-		{"defaults", nil, ""},
-		{"nil options and nil arguments are ignored", []Option{nil, WithMeterProvider(nil), WithClock(nil), WithErrorType(nil)}, ""},
-		{"negative SLO limit", []Option{WithSLO(SLO{TTFT: -time.Millisecond})}, "llmmetrics: "},
-		{"invalid role", []Option{WithRole(Role(7))}, "llmmetrics: invalid role 7"},
-		{"negative window", []Option{WithWindow(-1, 0)}, "llmmetrics: invalid window"},
-		{"age-only window", []Option{WithWindow(0, time.Minute)}, "no memory bound"},
-		{"window off", []Option{WithWindow(0, 0)}, ""},
-		{"negative cache size", []Option{WithAttributeCacheSize(-1)}, "llmmetrics: invalid attribute cache size -1"},
-		{"errors are joined", []Option{WithRole(Role(7)), WithAttributeCacheSize(-1)}, "invalid attribute cache size"},
+		{"defaults", nil, nil, ""},
+		{"nil options and nil arguments are ignored", []Option{nil, WithMeterProvider(nil), WithClock(nil), WithErrorType(nil)}, nil, ""},
+		{"window off", []Option{WithWindow(0, 0)}, nil, ""},
+		{"negative SLO limit", []Option{WithSLO(SLO{TTFT: -time.Millisecond})}, ErrInvalidSLO, "llmmetrics: invalid SLO: negative ttft limit"},
+		{"invalid role", []Option{WithRole(Role(7))}, ErrInvalidOption, "llmmetrics: invalid option: role 7"},
+		{"negative window", []Option{WithWindow(-1, 0)}, ErrInvalidOption, "llmmetrics: invalid option: window"},
+		{"age-only window", []Option{WithWindow(0, time.Minute)}, ErrInvalidOption, "no memory bound"},
+		{"negative cache size", []Option{WithAttributeCacheSize(-1)}, ErrInvalidOption, "llmmetrics: invalid option: attribute cache size -1"},
+		{"errors are joined", []Option{WithRole(Role(7)), WithAttributeCacheSize(-1)}, ErrInvalidOption, "role 7 (want RoleServer or RoleClient)\nllmmetrics: invalid option: attribute cache size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tr, err := NewTracker(tt.opts...)
-			if tt.wantErr == "" {
+			if tt.wantIs == nil {
 				require.NoError(t, err)
 				assert.NotNil(t, tr)
 				return
 			}
+			assert.ErrorIs(t, err, tt.wantIs)
 			assert.ErrorContains(t, err, tt.wantErr)
 			assert.Nil(t, tr)
 		})

@@ -79,15 +79,17 @@ func run(dir string) error {
 			}
 		}
 		for _, p := range []float64{1, 33.3, 50, 90, 95, 99, 99.9} {
-			if len(ttft) > 0 {
-				d.TTFTms[fmt.Sprint(p)] = llmmetrics.Percentile(ttft, p)
+			if v, err := llmmetrics.Percentile(ttft, p); err == nil { // none without TTFTs
+				d.TTFTms[fmt.Sprint(p)] = v
 			}
 		}
-		if len(tpot) > 0 {
-			d.TPOTms = llmmetrics.WeightedMean(tpot, weights)
+		if v, err := llmmetrics.WeightedMean(tpot, weights); err == nil { // none without TPOTs
+			d.TPOTms = v
 		}
 		price := llmmetrics.Price{Input: 2.5, CachedInput: 1.25, Output: 10}
-		d.Cost = price.Cost(d.Summary.InputTokens, d.Summary.InputTokens/10, d.Summary.OutputTokens)
+		if d.Cost, err = price.Cost(d.Summary.InputTokens, d.Summary.InputTokens/10, d.Summary.OutputTokens); err != nil {
+			return err
+		}
 		if err := enc.Encode(d); err != nil {
 			return err
 		}
