@@ -52,12 +52,6 @@ func TestSLOValidate(t *testing.T) {
 	}
 }
 
-func TestSLOPresets(t *testing.T) {
-	assert.Equal(t, SLO{TTFT: 200 * time.Millisecond, TPOT: 100 * time.Millisecond}, SLOChat)
-	assert.Equal(t, SLO{TTFT: 100 * time.Millisecond, E2EL: time.Second}, SLOCodeCompletion)
-	assert.Equal(t, SLO{TTFT: 10 * time.Second, E2EL: time.Minute}, SLODocumentProcessing)
-}
-
 func TestParseSLO(t *testing.T) {
 	tests := []struct {
 		in      string
