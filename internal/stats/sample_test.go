@@ -106,7 +106,7 @@ func TestOfMatchesSorting(t *testing.T) {
 	}
 	pss := [][]float64{nil, {0, 1, 25, 50, 90, 99, 99.9, 100}}
 	for name, gen := range shapes {
-		for _, n := range []int{1, 2, 3, 2047, 2049, 70_000} {
+		for _, n := range []int{1, 2, 3, 511, 512, 513, 2049, 70_000} {
 			t.Run(name+"/"+jsonFloat(float64(n)), func(t *testing.T) {
 				kind := Int
 				if name == "float seconds" {
@@ -217,7 +217,7 @@ func TestGapsMatchesOf(t *testing.T) {
 	}
 	pss := [][]float64{nil, {0, 1, 25, 50, 90, 99, 99.9, 100}}
 	for name, gen := range shapes {
-		for _, n := range []int{1, 2, 2049, 50_000} {
+		for _, n := range []int{1, 2, 513, 2049, 50_000} {
 			t.Run(name+"/"+jsonFloat(float64(n)), func(t *testing.T) {
 				var ls [][]time.Duration
 				var keys []uint64

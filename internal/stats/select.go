@@ -6,8 +6,13 @@ import (
 )
 
 // selectSortMax is the size up to which selectRanks sorts instead of
-// building a histogram.
-const selectSortMax = 2048
+// building a histogram. It is where the two cost the same: in BenchmarkOf
+// (median and four percentiles of latencies, 2-core Xeon VM, medians of 5),
+// Of took 9.2 µs at 512 keys (sorting) and 7.2 µs at 513 (histogram), and
+// at 2,048 keys 26 µs with the histogram against 69 µs for slices.Sort
+// alone. It was 2,048 before that measurement, which made sets of 513 to
+// 2,048 values (a Snapshot's default window of 1,000 requests) 2.5× slower.
+const selectSortMax = 512
 
 // digitShape returns the shift and the bucket count of one radix-selection
 // pass over n keys in [lo, hi] (lo < hi): bucket b holds the keys with
