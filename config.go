@@ -58,10 +58,15 @@ const (
 )
 
 // Option configures a Tracker. Options are applied in order; invalid values
-// make NewTracker fail with an error that starts with "llmmetrics: ".
+// make NewTracker fail with an error wrapping ErrInvalidOption (or, for
+// WithSLO, ErrInvalidSLO).
 type Option interface {
 	apply(*config)
 }
+
+// ErrInvalidOption is returned (wrapped) by NewTracker for an option value
+// outside its documented range.
+var ErrInvalidOption = errors.New("llmmetrics: invalid option")
 
 type optionFunc func(*config)
 
@@ -80,7 +85,7 @@ type config struct {
 	windowAge  time.Duration
 	cacheSize  int
 	errs       []error
-	errorTyper func(error) attribute.KeyValue
+	errorTyper func(error) string
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -152,7 +157,7 @@ func WithAttributes(attrs ...attribute.KeyValue) Option {
 func WithRole(r Role) Option {
 	return optionFunc(func(c *config) {
 		if r != RoleServer && r != RoleClient {
-			c.errs = append(c.errs, fmt.Errorf("llmmetrics: invalid role %d (want RoleServer or RoleClient)", uint8(r)))
+			c.errs = append(c.errs, fmt.Errorf("%w: role %d (want RoleServer or RoleClient)", ErrInvalidOption, uint8(r)))
 			return
 		}
 		c.role = r
@@ -169,19 +174,20 @@ func WithKeepITL(keep bool) Option {
 
 // WithWindow bounds the recently ended requests that Snapshot summarizes: at
 // most the last n requests, and none that ended more than age ago (by the
-// Tracker's clock). A zero n or age removes that bound; WithWindow(0, 0)
+// Tracker's clock). A zero age removes the age bound; WithWindow(0, 0)
 // turns the window off (Snapshot then returns an empty Summary). Memory is
-// bounded by n; without n it grows with the traffic of one age. Negative
-// values make NewTracker fail. Default: DefaultWindowRequests and
+// bounded by n, so n must be positive whenever the window is on: negative
+// values, and a zero n with a positive age (a window without a memory
+// bound), make NewTracker fail. Default: DefaultWindowRequests and
 // DefaultWindowAge.
 func WithWindow(n int, age time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if n < 0 || age < 0 {
-			c.errs = append(c.errs, fmt.Errorf("llmmetrics: invalid window (%d requests, %v): want values ≥ 0", n, age))
+			c.errs = append(c.errs, fmt.Errorf("%w: window (%d requests, %v): want values ≥ 0", ErrInvalidOption, n, age))
 			return
 		}
 		if n == 0 && age > 0 {
-			c.errs = append(c.errs, fmt.Errorf("llmmetrics: invalid window (0 requests, %v): an age-only window has no memory bound; give a request count too", age))
+			c.errs = append(c.errs, fmt.Errorf("%w: window (0 requests, %v): an age-only window has no memory bound; give a request count too", ErrInvalidOption, age))
 			return
 		}
 		c.windowN, c.windowAge = n, age
@@ -203,7 +209,7 @@ func WithWindow(n int, age time.Duration) Option {
 func WithAttributeCacheSize(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 0 {
-			c.errs = append(c.errs, fmt.Errorf("llmmetrics: invalid attribute cache size %d: want ≥ 0", n))
+			c.errs = append(c.errs, fmt.Errorf("%w: attribute cache size %d: want ≥ 0", ErrInvalidOption, n))
 			return
 		}
 		c.cacheSize = n
@@ -211,11 +217,14 @@ func WithAttributeCacheSize(n int) Option {
 }
 
 // WithErrorType sets how an error passed to End becomes the error.type
-// attribute of the duration histogram and the requests counter. Default:
+// attribute of the duration histogram and the requests counter: f returns
+// the attribute's value. Returning "" leaves that error to the default:
 // "canceled" for context.Canceled, "timeout" for context.DeadlineExceeded,
-// else semconv.ErrorType (the error's ErrorType method, or its Go type). The
-// result should have low cardinality. A nil function is ignored.
-func WithErrorType(f func(error) attribute.KeyValue) Option {
+// else semconv.ErrorType (the error's ErrorType method, or its Go type).
+// The values should have low cardinality: a Tracker keeps at most 32
+// distinct error combinations per attribute set and records further
+// error.type values as "_OTHER". A nil function is ignored.
+func WithErrorType(f func(error) string) Option {
 	return optionFunc(func(c *config) {
 		if f != nil {
 			c.errorTyper = f

@@ -6,8 +6,9 @@ import (
 	"math"
 )
 
-// ErrInvalidCost is returned (wrapped) by the cost functions for a zero,
-// negative, NaN or infinite input where a positive finite number is needed.
+// ErrInvalidCost is returned (wrapped) by the cost functions for an input
+// that is negative, NaN or infinite, a token count that is negative or a
+// cached count above the input count, or a result that overflows float64.
 var ErrInvalidCost = errors.New("llmmetrics: invalid cost input")
 
 // CostPerMillionTokens returns what a million tokens cost on hardware that
@@ -18,37 +19,36 @@ var ErrInvalidCost = errors.New("llmmetrics: invalid cost input")
 // For example $3/h at 4,000 tokens/s is ≈ $0.208 per million tokens. The
 // currency is whatever hourlyCost is in. Pass Summary.OutputThroughput for
 // the cost per output token, Summary.TotalTokenThroughput to spread the
-// cost over input and output tokens, or see CostPerMillionGoodTokens.
+// cost over input and output tokens, or Summary.Goodput.TokensPerSecond
+// for the cost per good token: tokens of requests that missed the SLO or
+// failed are paid for but not counted, so that is the cost of useful work.
 //
-// Both inputs must be positive and finite; otherwise the error wraps
-// ErrInvalidCost. It is a pure function, safe for concurrent use.
+// The error wraps ErrInvalidCost when an input is negative, NaN or
+// infinite or the result overflows, and ErrUndefined when tokensPerSecond
+// is 0 (nothing was produced, for example no request met the SLO). It is a
+// pure function, safe for concurrent use.
 func CostPerMillionTokens(hourlyCost, tokensPerSecond float64) (float64, error) {
-	if err := positiveFinite("hourly cost", hourlyCost); err != nil {
+	if err := nonNegFinite("hourly cost", hourlyCost); err != nil {
 		return 0, err
 	}
-	if err := positiveFinite("tokens per second", tokensPerSecond); err != nil {
+	if err := nonNegFinite("tokens per second", tokensPerSecond); err != nil {
 		return 0, err
+	}
+	if tokensPerSecond == 0 {
+		return 0, fmt.Errorf("%w: cost per token at 0 tokens per second", ErrUndefined)
 	}
 	c := hourlyCost / (tokensPerSecond * 3600) * 1e6
-	if math.IsInf(c, 0) || math.IsNaN(c) {
+	if !finiteFloat(c) {
 		return 0, fmt.Errorf("%w: $%g/h at %g tokens/s overflows", ErrInvalidCost, hourlyCost, tokensPerSecond)
 	}
 	return c, nil
 }
 
-// CostPerMillionGoodTokens returns the cost per million output tokens that
-// met the SLO: CostPerMillionTokens(hourlyCost, s.Goodput.TokensPerSecond).
-// Tokens of requests that missed the SLO or failed are paid for but not
-// counted, so this is the cost of useful work. It returns an error wrapping
-// ErrInvalidCost when hourlyCost is not positive and finite or the run had
-// no good tokens.
-func CostPerMillionGoodTokens(hourlyCost float64, s Summary) (float64, error) {
-	return CostPerMillionTokens(hourlyCost, s.Goodput.TokensPerSecond)
-}
-
-func positiveFinite(what string, v float64) error {
-	if !(v > 0) || math.IsInf(v, 0) {
-		return fmt.Errorf("%w: %s must be positive and finite, got %v", ErrInvalidCost, what, v)
+// nonNegFinite returns an error wrapping ErrInvalidCost unless v is ≥ 0
+// and finite.
+func nonNegFinite(what string, v float64) error {
+	if !(v >= 0) || math.IsInf(v, 0) {
+		return fmt.Errorf("%w: %s must be ≥ 0 and finite, got %v", ErrInvalidCost, what, v)
 	}
 	return nil
 }
@@ -78,38 +78,42 @@ func (p Price) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"input", p.Input}, {"cached input", p.CachedInput}, {"output", p.Output}} {
-		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
-			return fmt.Errorf("%w: %s price must be ≥ 0 and finite, got %v", ErrInvalidCost, f.name, f.v)
+	}{{"input price", p.Input}, {"cached input price", p.CachedInput}, {"output price", p.Output}} {
+		if err := nonNegFinite(f.name, f.v); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
 // Cost returns the price of input prompt tokens, of which cachedInput were
-// cache hits, and output generated tokens. cachedInput is clamped to
-// [0, input] and negative counts count as 0.
-func (p Price) Cost(input, cachedInput, output int) float64 {
-	input, output = max(input, 0), max(output, 0)
-	cachedInput = min(max(cachedInput, 0), input)
+// cache hits, and output generated tokens. To price a run, pass a
+// Summary's InputTokens and OutputTokens: they count completed requests
+// only, so add the tokens of failed and canceled Records if the provider
+// bills them (most bill what was generated).
+//
+// The error wraps ErrInvalidCost when p is invalid (see Validate), a count
+// is negative, cachedInput exceeds input, or the cost overflows. It is safe
+// for concurrent use.
+func (p Price) Cost(input, cachedInput, output int) (float64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	if input < 0 || cachedInput < 0 || output < 0 {
+		return 0, fmt.Errorf("%w: negative token count (input %d, cached %d, output %d)", ErrInvalidCost, input, cachedInput, output)
+	}
+	if cachedInput > input {
+		return 0, fmt.Errorf("%w: %d cached input tokens of %d", ErrInvalidCost, cachedInput, input)
+	}
 	cachedPrice := p.CachedInput
 	if cachedPrice == 0 {
 		cachedPrice = p.Input
 	}
-	return (float64(input-cachedInput)*p.Input + float64(cachedInput)*cachedPrice + float64(output)*p.Output) / 1e6
-}
-
-// RecordCost returns the price of one request: its InputTokens (cachedInput
-// of them cached) and OutputTokens, whatever its outcome (providers bill
-// failed and canceled streams for what they generated).
-func (p Price) RecordCost(r Record, cachedInput int) float64 {
-	return p.Cost(r.InputTokens, cachedInput, r.OutputTokens)
-}
-
-// SummaryCost returns the price of a run's completed requests: the
-// Summary's InputTokens (cachedInput of them cached) and OutputTokens. A
-// Summary holds no token counts for failed or canceled requests; add
-// RecordCost over those records if the provider bills them.
-func (p Price) SummaryCost(s Summary, cachedInput int) float64 {
-	return p.Cost(s.InputTokens, cachedInput, s.OutputTokens)
+	// Each product is rounded before the sum (no FMA; see internal/stats),
+	// so every CPU gives the same bits.
+	c := (float64(float64(input-cachedInput)*p.Input) + float64(float64(cachedInput)*cachedPrice) + float64(float64(output)*p.Output)) / 1e6
+	if !finiteFloat(c) {
+		return 0, fmt.Errorf("%w: the cost overflows", ErrInvalidCost)
+	}
+	return c, nil
 }

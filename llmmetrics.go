@@ -92,6 +92,23 @@
 //	TPOT  = (LastToken − FirstToken) / (N − 1)            (undefined for N ≤ 1; 0 when N tokens came in one chunk)
 //	E2EL  = LastToken − Start, or End − Start without a token
 //
+// # Errors
+//
+// One convention throughout. A function whose arguments can be invalid (a
+// percentile outside [0, 100], a NaN sample, a negative price, an option out
+// of range) returns an error that wraps one of the package's Err… sentinels
+// (ErrInvalidPercentile, ErrInvalidSample, ErrInvalidCost, ErrInvalidSLO,
+// ErrInvalidObjective, ErrInvalidSaturationOptions, ErrInvalidOption,
+// ErrInvalidText), so errors.Is tells them apart; when such a function's
+// arguments are valid but its result does not exist (the percentile of no
+// values, the cost per token at zero throughput), the error wraps
+// ErrUndefined. A method whose input cannot be invalid reports a result
+// that does not exist as (v, ok) with ok false: Record.TTFT without a
+// token, Record.TPOT with N ≤ 1, Distribution.Percentile of a percentile
+// that was not requested. No function returns NaN or ±Inf. Recording
+// (Start, Chunk, SetUsage, End and the stream adapters) returns no errors
+// at all: what goes wrong there is reported through otel.Handle.
+//
 // # Concurrency
 //
 // A Tracker and its Requests are safe for concurrent use. Chunk takes the
@@ -108,7 +125,9 @@
 package llmmetrics
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -142,24 +161,40 @@ func (o Outcome) String() string {
 // MarshalText encodes the outcome as "ok", "error" or "canceled".
 func (o Outcome) MarshalText() ([]byte, error) {
 	if int(o) >= len(outcomeNames) {
-		return nil, fmt.Errorf("llmmetrics: invalid outcome %d", uint8(o))
+		return nil, fmt.Errorf("%w: no name for outcome %d", ErrInvalidText, uint8(o))
 	}
 	return []byte(outcomeNames[o]), nil
 }
 
-// UnmarshalText decodes "ok", "error" or "canceled".
+// UnmarshalText decodes "ok", "error" or "canceled", in any case.
 func (o *Outcome) UnmarshalText(b []byte) error {
-	for i, n := range outcomeNames {
-		if string(b) == n {
-			*o = Outcome(i)
-			return nil
+	i, ok := parseName(b, outcomeNames[:])
+	if !ok {
+		return fmt.Errorf("%w: unknown outcome %q (want ok, error or canceled)", ErrInvalidText, b)
+	}
+	*o = Outcome(i)
+	return nil
+}
+
+// ErrInvalidText is returned (wrapped) by the MarshalText and UnmarshalText
+// methods of the enums (Outcome, Latency, Signal) for a value or a name
+// that is not one of theirs.
+var ErrInvalidText = errors.New("llmmetrics: invalid text")
+
+// parseName returns the index of b in names, compared case-insensitively:
+// the one rule for the text form of every enum of this package (Outcome,
+// Latency, Signal), which encode in lower case.
+func parseName(b []byte, names []string) (int, bool) {
+	for i, n := range names {
+		if strings.EqualFold(string(b), n) {
+			return i, true
 		}
 	}
-	return fmt.Errorf("llmmetrics: unknown outcome %q (want ok, error or canceled)", b)
+	return 0, false
 }
 
 // Record is the plain-value timeline of one request: what the analysis
-// functions (Summarize, SLO.Met, …) consume and what Request.End returns.
+// functions (Summarize, SLO.Check, …) consume and what Request.End returns.
 //
 // A zero FirstToken means "no token arrived"; a LastToken that is zero or
 // before FirstToken is taken as FirstToken (a record with one token may set

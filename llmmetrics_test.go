@@ -117,9 +117,39 @@ func TestOutcomeText(t *testing.T) {
 	assert.Equal(t, "canceled", OutcomeCanceled.String())
 	assert.Equal(t, "Outcome(9)", Outcome(9).String())
 	_, err := Outcome(9).MarshalText()
-	assert.ErrorContains(t, err, "llmmetrics: invalid outcome 9")
+	assert.ErrorIs(t, err, ErrInvalidText)
+	assert.EqualError(t, err, "llmmetrics: invalid text: no name for outcome 9")
 	var o Outcome
-	assert.ErrorContains(t, o.UnmarshalText([]byte("cancelled")), `llmmetrics: unknown outcome "cancelled"`)
+	err = o.UnmarshalText([]byte("cancelled"))
+	assert.ErrorIs(t, err, ErrInvalidText)
+	assert.ErrorContains(t, err, `llmmetrics: invalid text: unknown outcome "cancelled"`)
+}
+
+// TestEnumTextCase: every enum reads its text form in any case (one rule)
+// and writes it in lower case.
+func TestEnumTextCase(t *testing.T) {
+	tests := []struct {
+		text string
+		into interface {
+			UnmarshalText([]byte) error
+			MarshalText() ([]byte, error)
+		}
+		want string
+	}{
+		{"OK", new(Outcome), "ok"},
+		{"Canceled", new(Outcome), "canceled"},
+		{"TTFT", new(Latency), "ttft"},
+		{"e2EL", new(Latency), "e2el"},
+		{"KNEE|Tail_Growth", new(Signal), "knee|tail_growth"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			require.NoError(t, tt.into.UnmarshalText([]byte(tt.text)))
+			b, err := tt.into.MarshalText()
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, string(b))
+		})
+	}
 }
 
 func TestRecordJSON(t *testing.T) {

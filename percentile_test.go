@@ -12,40 +12,47 @@ import (
 )
 
 func TestPercentile(t *testing.T) {
-	nan, inf := math.NaN(), math.Inf(1)
+	inf := math.Inf(1)
 	tests := []struct {
-		name   string
-		values []float64
-		p      float64
-		want   float64 // NaN means "want NaN"
+		name    string
+		values  []float64
+		p       float64
+		want    float64
+		wantErr error
 	}{
 		// numpy.percentile([1, 2, 3, 4], p) with the default linear method.
-		{"p0 is min", []float64{4, 1, 3, 2}, 0, 1},
-		{"p25", []float64{4, 1, 3, 2}, 25, 1.75},
-		{"p50 even count is mean of middle", []float64{4, 1, 3, 2}, 50, 2.5},
-		{"p90", []float64{4, 1, 3, 2}, 90, 3.7},
-		{"p100 is max", []float64{4, 1, 3, 2}, 100, 4},
-		{"p50 odd count", []float64{5, 1, 3}, 50, 3},
-		{"single value", []float64{7}, 99, 7},
-		{"p99 of 1..100", seqFloats(1, 100), 99, 99.01},
-		{"inf ordered last", []float64{1, 2, inf}, 50, 2},
-		{"empty", nil, 50, nan},
-		{"p below 0", []float64{1, 2}, -0.1, nan},
-		{"p above 100", []float64{1, 2}, 100.1, nan},
-		{"NaN p", []float64{1, 2}, nan, nan},
-		{"NaN value propagates", []float64{1, nan, 3}, 50, nan},
+		{"p0 is min", []float64{4, 1, 3, 2}, 0, 1, nil},
+		{"p25", []float64{4, 1, 3, 2}, 25, 1.75, nil},
+		{"p50 even count is mean of middle", []float64{4, 1, 3, 2}, 50, 2.5, nil},
+		{"p90", []float64{4, 1, 3, 2}, 90, 3.7, nil},
+		{"p100 is max", []float64{4, 1, 3, 2}, 100, 4, nil},
+		{"p50 odd count", []float64{5, 1, 3}, 50, 3, nil},
+		{"single value", []float64{7}, 99, 7, nil},
+		{"p99 of 1..100", seqFloats(1, 100), 99, 99.01, nil},
+		{"empty", nil, 50, 0, ErrUndefined},
+		{"p below 0", []float64{1, 2}, -0.1, 0, ErrInvalidPercentile},
+		{"p above 100", []float64{1, 2}, 100.1, 0, ErrInvalidPercentile},
+		{"NaN p", []float64{1, 2}, math.NaN(), 0, ErrInvalidPercentile},
+		{"NaN value", []float64{1, math.NaN(), 3}, 50, 0, ErrInvalidSample},
+		{"Inf value", []float64{1, 2, inf}, 50, 0, ErrInvalidSample},
+		{"empty and invalid p: the argument error wins", nil, 101, 0, ErrInvalidPercentile},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := slices.Clone(tt.values)
-			got := Percentile(tt.values, tt.p)
-			if math.IsNaN(tt.want) {
-				assert.True(t, math.IsNaN(got), "got %v", got)
-			} else {
-				assert.InDelta(t, tt.want, got, 1e-12)
-			}
-			if !slices.ContainsFunc(in, math.IsNaN) {
+			for _, f := range []func([]float64, float64) (float64, error){Percentile, PercentileNearestRank} {
+				got, err := f(tt.values, tt.p)
+				if tt.wantErr != nil {
+					require.ErrorIs(t, err, tt.wantErr)
+					assert.Zero(t, got)
+					continue
+				}
+				require.NoError(t, err)
 				assert.Equal(t, in, tt.values, "input not modified")
+			}
+			if tt.wantErr == nil {
+				got, _ := Percentile(tt.values, tt.p)
+				assert.InDelta(t, tt.want, got, 1e-12)
 			}
 		})
 	}
@@ -67,17 +74,20 @@ func TestPercentileNearestRank(t *testing.T) {
 	}{{0, 15}, {5, 15}, {30, 20}, {40, 20}, {50, 35}, {99, 50}, {100, 50}}
 	for _, tt := range tests {
 		t.Run(jsonFloat(tt.p), func(t *testing.T) {
-			assert.Equal(t, tt.want, PercentileNearestRank(v, tt.p))
+			got, err := PercentileNearestRank(v, tt.p)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
 		})
 	}
-	assert.True(t, math.IsNaN(PercentileNearestRank(nil, 50)))
-	assert.True(t, math.IsNaN(PercentileNearestRank(v, 101)))
-	assert.True(t, math.IsNaN(PercentileNearestRank(v, math.NaN())))
-	assert.True(t, math.IsNaN(PercentileNearestRank([]float64{1, math.NaN()}, 50)))
 }
 
 func TestPercentileProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
+	pct := func(v []float64, p float64) float64 {
+		got, err := Percentile(v, p)
+		require.NoError(t, err)
+		return got
+	}
 	for range 60 {
 		n := 1 + rng.IntN(60)
 		v := make([]float64, n)
@@ -85,37 +95,58 @@ func TestPercentileProperties(t *testing.T) {
 			v[i] = rng.NormFloat64() * 1000
 		}
 		s := slices.Sorted(slices.Values(v))
-		require.Equal(t, s[0], Percentile(v, 0))
-		require.Equal(t, s[n-1], Percentile(v, 100))
+		require.Equal(t, s[0], pct(v, 0))
+		require.Equal(t, s[n-1], pct(v, 100))
 		med := s[n/2]
 		if n%2 == 0 {
 			med = (s[n/2-1] + s[n/2]) / 2
 		}
-		require.InDelta(t, med, Percentile(v, 50), 1e-9)
+		require.InDelta(t, med, pct(v, 50), 1e-9)
 		prev := math.Inf(-1)
 		for p := 0.0; p <= 100; p += 1.25 {
-			got := Percentile(v, p)
+			got := pct(v, p)
 			require.GreaterOrEqual(t, got, prev, "monotone in p")
-			nr := PercentileNearestRank(v, p)
+			nr, err := PercentileNearestRank(v, p)
+			require.NoError(t, err)
 			require.Contains(t, v, nr, "nearest rank is an observed value")
 			prev = got
 		}
 	}
 }
 
-func TestRadixSort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	for _, n := range []int{0, 1, 2, 255, 256, 1000, 5000} {
-		for _, mask := range []uint64{0xff, 0xffff_ffff, math.MaxUint64, 0xff00} {
-			k := make([]uint64, n)
-			for i := range k {
-				k[i] = rng.Uint64() & mask
+func TestWeightedMean(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	tests := []struct {
+		name    string
+		v, w    []float64
+		want    float64
+		wantErr error
+	}{
+		{"plain mean", []float64{1, 2, 3}, []float64{1, 1, 1}, 2, nil},
+		{"TPOT by tokens", []float64{10, 100}, []float64{1000, 10}, 11000.0 / 1010, nil},
+		{"zero weight ignored", []float64{5, 1e9}, []float64{2, 0}, 5, nil},
+		{"NaN value even with zero weight", []float64{5, nan}, []float64{1, 0}, 0, ErrInvalidSample},
+		{"Inf value", []float64{5, inf}, []float64{1, 1}, 0, ErrInvalidSample},
+		{"length mismatch", []float64{1}, []float64{1, 2}, 0, ErrInvalidSample},
+		{"negative weight", []float64{1, 2}, []float64{1, -1}, 0, ErrInvalidSample},
+		{"NaN weight", []float64{1, 2}, []float64{1, nan}, 0, ErrInvalidSample},
+		{"inf weight", []float64{1, 2}, []float64{1, inf}, 0, ErrInvalidSample},
+		{"overflow", []float64{1e308, 1e308}, []float64{10, 10}, 0, ErrInvalidSample},
+		{"empty", nil, nil, 0, ErrUndefined},
+		{"all zero weights", []float64{1, 2}, []float64{0, 0}, 0, ErrUndefined},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := WeightedMean(tt.v, tt.w)
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				assert.Regexp(t, "^llmmetrics: ", err.Error())
+				assert.Zero(t, got)
+				return
 			}
-			want := slices.Clone(k)
-			slices.Sort(want)
-			radixSort(k, make([]uint64, n))
-			require.Equal(t, want, k, "n=%d mask=%x", n, mask)
-		}
+			require.NoError(t, err)
+			assert.InDelta(t, tt.want, got, 1e-12)
+		})
 	}
 }
 
@@ -135,55 +166,14 @@ func TestDistributionPercentile(t *testing.T) {
 	assert.False(t, ok, "empty distribution")
 }
 
-// TestDistKeysMatchesSorting checks the selection-based statistics against
-// a plain sort for data shapes that stress the histogram recursion.
-func TestDistKeysMatchesSorting(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 8))
-	shapes := map[string]func(i int) uint64{
-		"uniform":       func(int) uint64 { return uint64(10e6 + rng.Int64N(30e6)) },
-		"heavy tail":    func(i int) uint64 { return uint64(20e6*rng.ExpFloat64()) + uint64(i%1000*(i%1000)*1e6) },
-		"one outlier":   func(i int) uint64 { return map[bool]uint64{true: 1 << 60, false: 20e6}[i == 77] },
-		"few distinct":  func(int) uint64 { return uint64(rng.IntN(3)) * 1e6 },
-		"all equal":     func(int) uint64 { return 5 },
-		"full range":    func(int) uint64 { return rng.Uint64() >> 1 },
-		"float seconds": func(int) uint64 { return math.Float64bits(rng.ExpFloat64() * 1e7) },
-	}
-	ps := []float64{0, 1, 25, 50, 90, 99, 99.9, 100}
-	for name, gen := range shapes {
-		for _, n := range []int{1, 2, 3, 2047, 2049, 70_000} {
-			t.Run(name+"/"+jsonFloat(float64(n)), func(t *testing.T) {
-				float := name == "float seconds"
-				keys := make([]uint64, n)
-				for i := range keys {
-					keys[i] = gen(i)
-				}
-				sorted := slices.Clone(keys)
-				slices.Sort(sorted)
-				val := func(i int) float64 {
-					if float {
-						return math.Float64frombits(sorted[i])
-					}
-					return float64(sorted[i])
-				}
-				got := distKeys(keys, make([]uint64, n), ps, float)
-				require.Equal(t, n, got.Count)
-				assert.Equal(t, roundDur(val(0)), got.Min)
-				assert.Equal(t, roundDur(val(n-1)), got.Max)
-				assert.Equal(t, roundDur(lerpAt(n, 50, val)), got.Median)
-				for i, p := range ps {
-					assert.Equal(t, roundDur(lerpAt(n, p, val)), got.Percentiles[i].Value, "p%v", p)
-				}
-			})
-		}
-	}
-}
-
 // TestPercentileNumpyVirtualIndex pins numpy's own virtual index for the
 // linear method, (n − 1)·q: the textbook n·q + (1 − q) − 1 is equal on
 // paper but rounds differently (found in review).
 func TestPercentileNumpyVirtualIndex(t *testing.T) {
 	// numpy.percentile([0, 1e6], 1) == 10000.0 exactly.
-	assert.Equal(t, 10000.0, Percentile([]float64{0, 1e6}, 1))
+	got, err := Percentile([]float64{0, 1e6}, 1)
+	require.NoError(t, err)
+	assert.Equal(t, 10000.0, got)
 	// numpy.percentile([0, 15], 90) == 13.5: Summarize rounds it to 14 ns.
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	recs := []Record{

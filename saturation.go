@@ -77,19 +77,19 @@ func (s Signal) String() string {
 // MarshalText encodes the signal as String does.
 func (s Signal) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// UnmarshalText decodes a name or "|"-joined names.
+// UnmarshalText decodes a name or "|"-joined names, in any case.
 func (s *Signal) UnmarshalText(b []byte) error {
 	var out Signal
 	for part := range strings.SplitSeq(string(b), "|") {
 		found := false
 		for _, n := range signalNames {
-			if part == n.name {
+			if strings.EqualFold(part, n.name) {
 				out |= n.s
 				found = true
 			}
 		}
 		if !found && part != "" {
-			return fmt.Errorf("llmmetrics: unknown signal %q", part)
+			return fmt.Errorf("%w: unknown signal %q", ErrInvalidText, part)
 		}
 	}
 	*s = out
@@ -142,9 +142,9 @@ type SaturationOptions struct {
 	// it must be among the Summary's percentiles (100 is always there).
 	// 0 means DefaultTailPercentile.
 	TailPercentile float64
-	// TailMetrics lists the distributions the tail signal watches. nil
+	// TailLatencies lists the distributions the tail signal watches. nil
 	// means TTFT only (E2EL is another good choice).
-	TailMetrics []Metric
+	TailLatencies []Latency
 	// AttainmentTarget in (0, 1]: the SLO attainment a level must reach.
 	// 0 means DefaultAttainmentTarget.
 	AttainmentTarget float64
@@ -162,7 +162,7 @@ var ErrInvalidSaturationOptions = errors.New("llmmetrics: invalid saturation opt
 
 // Validate returns an error wrapping ErrInvalidSaturationOptions when a
 // field is outside its documented range (NaN included) or an objective is
-// invalid.
+// invalid (the error then wraps ErrInvalidObjective as well).
 func (o SaturationOptions) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidSaturationOptions}, args...)...)
@@ -183,14 +183,14 @@ func (o SaturationOptions) Validate() error {
 	case o.AttainmentTarget != 0 && !(o.AttainmentTarget > 0 && o.AttainmentTarget <= 1):
 		return bad("attainment target %v outside (0, 1]", o.AttainmentTarget)
 	}
-	for _, m := range o.TailMetrics {
-		if int(m) >= len(metricNames) {
-			return bad("unknown tail metric %d", uint8(m))
+	for _, l := range o.TailLatencies {
+		if !l.valid() {
+			return bad("unknown tail latency %d", uint8(l))
 		}
 	}
 	for _, obj := range o.Objectives {
 		if err := obj.Validate(); err != nil {
-			return bad("%v", err)
+			return bad("%w", err) // wraps ErrInvalidObjective too
 		}
 	}
 	return nil
@@ -208,8 +208,8 @@ func (o SaturationOptions) withDefaults() SaturationOptions {
 	def(&o.MedianFlat, DefaultMedianFlat)
 	def(&o.TailPercentile, DefaultTailPercentile)
 	def(&o.AttainmentTarget, DefaultAttainmentTarget)
-	if o.TailMetrics == nil {
-		o.TailMetrics = []Metric{MetricTTFT}
+	if o.TailLatencies == nil {
+		o.TailLatencies = []Latency{LatencyTTFT}
 	}
 	return o
 }
@@ -220,9 +220,9 @@ func (o SaturationOptions) withDefaults() SaturationOptions {
 type SaturationReason struct {
 	// Signal is the signal that fired.
 	Signal Signal `json:"signal"`
-	// Metric names the distribution for SignalTailGrowth ("ttft", …);
-	// empty for the other signals.
-	Metric string `json:"metric,omitempty"`
+	// Latency names the distribution for SignalTailGrowth ("ttft", …);
+	// empty for the other signals. Its JSON name stays "metric".
+	Latency string `json:"metric,omitempty"`
 	// Value is what was measured: the fraction of linear scaling (knee),
 	// throughput as a fraction of the best lower level (drop), the tail
 	// growth factor (tail), or the attainment (attainment).
@@ -293,7 +293,7 @@ type Saturation struct {
 //     not move every later verdict;
 //   - throughput drop: throughput is below (1 − DropTolerance) × the best
 //     lower level (past the peak);
-//   - tail growth: for each TailMetrics distribution, the TailPercentile
+//   - tail growth: for each TailLatencies distribution, the TailPercentile
 //     value grew ≥ TailGrowth× since the first level that has it while the
 //     median grew < MedianFlat× (queue build-up);
 //   - attainment: SLO attainment (Goodput.Attainment) is below
@@ -302,15 +302,15 @@ type Saturation struct {
 // The saturation point is the first level where any signal fires. A signal
 // whose inputs a level lacks (no requests, an empty distribution, a
 // percentile not computed, a zero throughput without request data, a load
-// not above the previous one) is skipped for that level, not an error. Invalid options (see
-// Validate) give a result with Found false and no levels evaluated; call
-// Validate first to see why. FindSaturation is a pure function, safe for
-// concurrent use; it does not modify levels.
-func FindSaturation(levels []LoadLevel, opts SaturationOptions) Saturation {
-	res := Saturation{Level: -1, BestGoodputLevel: -1, MaxGoodLevel: -1}
-	if opts.Validate() != nil {
-		return res
+// not above the previous one) is skipped for that level, not an error.
+// Invalid options give the error of opts.Validate (wrapping
+// ErrInvalidSaturationOptions) and no result. FindSaturation is a pure
+// function, safe for concurrent use; it does not modify levels.
+func FindSaturation(levels []LoadLevel, opts SaturationOptions) (Saturation, error) {
+	if err := opts.Validate(); err != nil {
+		return Saturation{Level: -1, BestGoodputLevel: -1, MaxGoodLevel: -1}, err
 	}
+	res := Saturation{Level: -1, BestGoodputLevel: -1, MaxGoodLevel: -1}
 	o := opts.withDefaults()
 	res.Levels = make([]LevelReport, len(levels))
 
@@ -318,16 +318,16 @@ func FindSaturation(levels []LoadLevel, opts SaturationOptions) Saturation {
 	prev := -1  // index of the last level with throughput data
 	bestGoodput := 0.0
 	type tailBase struct{ tail, median float64 }
-	bases := make([]tailBase, len(o.TailMetrics))
+	bases := make([]tailBase, len(o.TailLatencies))
 
 	for i, lv := range levels {
 		s := lv.Summary
 		rep := &res.Levels[i]
 		rep.Load = lv.Load
 		rep.Throughput, rep.Goodput = o.measure(s)
-		fire := func(sig Signal, metric string, value, threshold float64, format string, args ...any) {
+		fire := func(sig Signal, latency string, value, threshold float64, format string, args ...any) {
 			rep.Reasons = append(rep.Reasons, SaturationReason{
-				Signal: sig, Metric: metric, Value: value, Threshold: threshold,
+				Signal: sig, Latency: latency, Value: value, Threshold: threshold,
 				Message: fmt.Sprintf(format, args...),
 			})
 		}
@@ -363,7 +363,7 @@ func FindSaturation(levels []LoadLevel, opts SaturationOptions) Saturation {
 		best = max(best, rep.Throughput)
 
 		// Tail growth.
-		for j, m := range o.TailMetrics {
+		for j, m := range o.TailLatencies {
 			d := s.Distribution(m)
 			tail, ok := d.Percentile(o.TailPercentile)
 			if !ok || d.Median <= 0 || tail <= 0 {
@@ -393,7 +393,7 @@ func FindSaturation(levels []LoadLevel, opts SaturationOptions) Saturation {
 				"SLO attainment %.1f%% is below the %.1f%% target", 100*s.Goodput.Attainment, 100*o.AttainmentTarget)
 		}
 		for _, obj := range o.Objectives {
-			r := obj.Check(s)
+			r, _ := obj.Check(s) // valid: checked by Validate above
 			rep.Objectives = append(rep.Objectives, r)
 			meets = meets && r.Pass
 		}
@@ -408,7 +408,7 @@ func FindSaturation(levels []LoadLevel, opts SaturationOptions) Saturation {
 			res.Found, res.Level, res.Load, res.Reasons = true, i, lv.Load, rep.Reasons
 		}
 	}
-	return res
+	return res, nil
 }
 
 // measure returns the tracked throughput and goodput of s (NaN/Inf as 0).

@@ -158,8 +158,8 @@ func TestFindSaturation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			require.NoError(t, tt.opts.Validate())
-			got := FindSaturation(tt.levels, tt.opts)
+			got, err := FindSaturation(tt.levels, tt.opts)
+			require.NoError(t, err)
 			assert.Equal(t, tt.wantFound, got.Found)
 			assert.Equal(t, tt.wantLevel, got.Level)
 			assert.Equal(t, tt.wantSignals, firedSignals(got.Reasons), "%v", got.Reasons)
@@ -177,7 +177,8 @@ func TestFindSaturation(t *testing.T) {
 }
 
 func TestFindSaturationClassicDetails(t *testing.T) {
-	got := FindSaturation([]LoadLevel{tputLevel(10, 5000), tputLevel(50, 25000), tputLevel(100, 35000), tputLevel(200, 30000)}, SaturationOptions{})
+	got, err := FindSaturation([]LoadLevel{tputLevel(10, 5000), tputLevel(50, 25000), tputLevel(100, 35000), tputLevel(200, 30000)}, SaturationOptions{})
+	require.NoError(t, err)
 	require.True(t, got.Found)
 	require.Len(t, got.Reasons, 1)
 	r := got.Reasons[0]
@@ -199,7 +200,8 @@ func TestFindSaturationObjectives(t *testing.T) {
 	}
 	obj, err := ParseObjective("p99 ttft<=200ms")
 	require.NoError(t, err)
-	got := FindSaturation(levels, SaturationOptions{Objectives: []Objective{obj}})
+	got, err := FindSaturation(levels, SaturationOptions{Objectives: []Objective{obj}})
+	require.NoError(t, err)
 	assert.False(t, got.Found, "no signal fired (p99 grew only 2.5×)")
 	assert.Equal(t, 1, got.MaxGoodLevel, "load 3 fails p99 TTFT ≤ 200 ms")
 	assert.InDelta(t, 2.0, got.MaxGoodLoad, 0)
@@ -209,8 +211,9 @@ func TestFindSaturationObjectives(t *testing.T) {
 	assert.Equal(t, msDur(-50), got.Levels[2].Objectives[0].Margin)
 
 	// An objective on a percentile the summaries lack never passes.
-	missing := Objective{Metric: MetricTTFT, Percentile: 95, Limit: time.Second}
-	got = FindSaturation(levels, SaturationOptions{Objectives: []Objective{missing}})
+	missing := Objective{Latency: LatencyTTFT, Percentile: 95, Limit: time.Second}
+	got, err = FindSaturation(levels, SaturationOptions{Objectives: []Objective{missing}})
+	require.NoError(t, err)
 	assert.Equal(t, -1, got.MaxGoodLevel)
 }
 
@@ -228,11 +231,12 @@ func TestFindSaturationFromSummaries(t *testing.T) {
 		}
 		return LoadLevel{Load: load, Summary: Summarize(rs, SummaryOptions{Duration: time.Duration(load) * time.Second})}
 	}
-	got := FindSaturation([]LoadLevel{mk(1, 60), mk(2, 80), mk(3, 2000)}, SaturationOptions{Skip: SignalKnee | SignalThroughputDrop})
+	got, err := FindSaturation([]LoadLevel{mk(1, 60), mk(2, 80), mk(3, 2000)}, SaturationOptions{Skip: SignalKnee | SignalThroughputDrop})
+	require.NoError(t, err)
 	require.True(t, got.Found)
 	assert.Equal(t, 2, got.Level)
 	assert.Equal(t, SignalTailGrowth, firedSignals(got.Reasons))
-	assert.Equal(t, "ttft", got.Reasons[0].Metric)
+	assert.Equal(t, "ttft", got.Reasons[0].Latency)
 	assert.Equal(t, 2, got.MaxGoodLevel, "every request is good with the zero SLO")
 
 	b, err := json.Marshal(got)
@@ -252,19 +256,25 @@ func TestSaturationOptionsValidate(t *testing.T) {
 		{MedianFlat: 0.9}, {MedianFlat: nan},
 		{TailPercentile: 50}, {TailPercentile: 101}, {TailPercentile: nan},
 		{AttainmentTarget: -0.1}, {AttainmentTarget: 1.1}, {AttainmentTarget: nan},
-		{TailMetrics: []Metric{7}},
+		{TailLatencies: []Latency{7}},
 		{Objectives: []Objective{{Percentile: 120}}},
 	}
 	for _, o := range bad {
 		err := o.Validate()
 		require.ErrorIs(t, err, ErrInvalidSaturationOptions, "%+v", o)
 		assert.Regexp(t, "^llmmetrics: invalid saturation options: ", err.Error())
-		got := FindSaturation([]LoadLevel{tputLevel(1, 1), tputLevel(2, 0.1)}, o)
+		got, ferr := FindSaturation([]LoadLevel{tputLevel(1, 1), tputLevel(2, 0.1)}, o)
+		assert.Equal(t, err, ferr, "FindSaturation returns Validate's error")
 		assert.False(t, got.Found)
 		assert.Empty(t, got.Levels)
 	}
+	// An invalid objective's error is wrapped with %w: both sentinels match.
+	err := SaturationOptions{Objectives: []Objective{{Percentile: 120}}}.Validate()
+	assert.ErrorIs(t, err, ErrInvalidSaturationOptions)
+	assert.ErrorIs(t, err, ErrInvalidObjective)
+
 	good := SaturationOptions{KneeFraction: 1, DropTolerance: 0.1, TailGrowth: 2, MedianFlat: 1, TailPercentile: 100,
-		AttainmentTarget: 1, TailMetrics: []Metric{MetricTTFT, MetricE2EL}, Throughput: ThroughputTotalTokens}
+		AttainmentTarget: 1, TailLatencies: []Latency{LatencyTTFT, LatencyE2EL}, Throughput: ThroughputTotalTokens}
 	assert.NoError(t, good.Validate())
 }
 
@@ -277,6 +287,6 @@ func TestSignalText(t *testing.T) {
 	var s Signal
 	require.NoError(t, s.UnmarshalText(b))
 	assert.Equal(t, SignalThroughputDrop|SignalAttainment, s)
-	assert.Error(t, s.UnmarshalText([]byte("melting")))
+	assert.ErrorIs(t, s.UnmarshalText([]byte("melting")), ErrInvalidText)
 	assert.Equal(t, "Signal(64)", Signal(64).String())
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmmetrics/llmmetrics/internal/stats"
 )
 
 // SLO is a per-request service level objective: the latency limits a
@@ -115,44 +117,60 @@ type SLOCheck struct {
 	E2EL bool `json:"e2el"`
 }
 
-// Met reports whether the request is good: OK and within every limit.
+// Met reports whether the request is good: OK and within every limit. For
+// a Record r, slo.Check(r).Met() is the one way to ask "is r good?".
 func (c SLOCheck) Met() bool { return c.OK && c.TTFT && c.TPOT && c.ITL && c.E2EL }
 
 // Check evaluates r against every limit of s (see SLO for the rules).
 func (s SLO) Check(r Record) SLOCheck {
+	f := r.figures()
+	return s.check(&r, &f)
+}
+
+// figures are the values of a Record that an SLO bounds. Record.figures
+// takes them from the Record methods; Summarize computes the same values
+// from integer offsets (recMetrics.fast) and checks them with the same
+// SLO.check.
+type figures struct {
+	tok     bool          // HasToken()
+	ttft    time.Duration // TTFT(), when tok
+	decode  time.Duration // LastToken − FirstToken (lastToken()), 0 without a token
+	e2el    time.Duration // E2EL(), when hasE2EL
+	hasE2EL bool
+}
+
+// figures returns r's figures from its methods.
+func (r *Record) figures() figures {
+	f := figures{tok: r.HasToken(), decode: r.decode()}
+	f.ttft, _ = r.TTFT()
+	f.e2el, f.hasE2EL = r.E2EL()
+	return f
+}
+
+// check is the one definition of the SLO rules: it evaluates r, whose
+// figures are f, against every limit of s. The largest gap (the ITL
+// limit) is read from r only when that limit is set: it costs a pass over
+// the gaps.
+func (s *SLO) check(r *Record, f *figures) SLOCheck {
 	c := SLOCheck{OK: r.Outcome == OutcomeOK, TTFT: true, TPOT: true, ITL: true, E2EL: true}
 	if s.TTFT > 0 {
-		d, ok := r.TTFT()
-		c.TTFT = ok && d <= s.TTFT
+		c.TTFT = f.tok && f.ttft <= s.TTFT
 	}
-	if s.TPOT > 0 {
-		c.TPOT = tpotWithin(r, s.TPOT)
+	if s.TPOT > 0 && r.OutputTokens > 1 && f.tok {
+		// decode / (N − 1) ≤ limit exactly, without the rounding of
+		// Record.TPOT. A request without TPOT meets the limit.
+		k := time.Duration(r.OutputTokens - 1)
+		q, rem := f.decode/k, f.decode%k
+		c.TPOT = q < s.TPOT || (q == s.TPOT && rem == 0)
 	}
 	if s.ITL > 0 {
 		d, ok := r.MaxGap()
 		c.ITL = !ok || d <= s.ITL
 	}
 	if s.E2EL > 0 {
-		d, ok := r.E2EL()
-		c.E2EL = ok && d <= s.E2EL
+		c.E2EL = f.hasE2EL && f.e2el <= s.E2EL
 	}
 	return c
-}
-
-// Met reports whether r is a good request under s: outcome OK and every set
-// limit met (inclusive). It is Check(r).Met().
-func (s SLO) Met(r Record) bool { return s.Check(r).Met() }
-
-// tpotWithin reports whether (LastToken−FirstToken)/(N−1) ≤ limit exactly
-// (without the rounding of Record.TPOT). A request without TPOT meets it.
-func tpotWithin(r Record, limit time.Duration) bool {
-	if r.OutputTokens <= 1 || !r.HasToken() {
-		return true
-	}
-	d := r.decode()
-	k := time.Duration(r.OutputTokens - 1)
-	q, rem := d/k, d%k
-	return q < limit || (q == limit && rem == 0)
 }
 
 // String returns the SLO in the text form ParseSLO reads, e.g.
@@ -209,7 +227,7 @@ func ParseSLO(text string) (SLO, error) {
 		seen[key] = true
 		d, err := time.ParseDuration(val)
 		if err != nil {
-			return SLO{}, fmt.Errorf("%w: %s: %v", ErrInvalidSLO, key, err)
+			return SLO{}, fmt.Errorf("%w: %s: %w", ErrInvalidSLO, key, err)
 		}
 		switch key {
 		case "ttft":
@@ -230,57 +248,14 @@ func ParseSLO(text string) (SLO, error) {
 	return s, nil
 }
 
-// Metric names one of the four latency distributions of a Summary. Its text
-// form is "ttft", "tpot", "itl" or "e2el". The zero value is MetricTTFT.
-type Metric uint8
-
-const (
-	// MetricTTFT selects Summary.TTFT.
-	MetricTTFT Metric = iota
-	// MetricTPOT selects Summary.TPOT.
-	MetricTPOT
-	// MetricITL selects Summary.ITL.
-	MetricITL
-	// MetricE2EL selects Summary.E2EL.
-	MetricE2EL
-)
-
-var metricNames = [...]string{"ttft", "tpot", "itl", "e2el"}
-
-// String returns "ttft", "tpot", "itl" or "e2el" (or "Metric(N)").
-func (m Metric) String() string {
-	if int(m) < len(metricNames) {
-		return metricNames[m]
-	}
-	return fmt.Sprintf("Metric(%d)", uint8(m))
-}
-
-// MarshalText encodes the metric as its name.
-func (m Metric) MarshalText() ([]byte, error) {
-	if int(m) >= len(metricNames) {
-		return nil, fmt.Errorf("llmmetrics: invalid metric %d", uint8(m))
-	}
-	return []byte(metricNames[m]), nil
-}
-
-// UnmarshalText decodes "ttft", "tpot", "itl" or "e2el" (case-insensitive).
-func (m *Metric) UnmarshalText(b []byte) error {
-	for i, n := range metricNames {
-		if strings.EqualFold(string(b), n) {
-			*m = Metric(i)
-			return nil
-		}
-	}
-	return fmt.Errorf("llmmetrics: unknown metric %q (want ttft, tpot, itl or e2el)", b)
-}
-
 // Objective is a percentile objective such as "p95 TTFT ≤ 200 ms", checked
 // against a Summary's distribution (not per request). Percentile is in
 // percent (0–100); the comparison is inclusive. Its text form (String,
 // ParseObjective) is "p95 ttft<=200ms".
 type Objective struct {
-	// Metric is the distribution the objective bounds.
-	Metric Metric `json:"metric"`
+	// Latency is the distribution the objective bounds. Its JSON name
+	// stays "metric" (the field's name before it was renamed).
+	Latency Latency `json:"metric"`
 	// Percentile is the percentile in percent (0–100), e.g. 95.
 	Percentile float64 `json:"p"`
 	// Limit is the largest acceptable value at that percentile.
@@ -291,14 +266,14 @@ type Objective struct {
 // ParseObjective.
 var ErrInvalidObjective = errors.New("llmmetrics: invalid objective")
 
-// Validate returns an error wrapping ErrInvalidObjective when the metric is
+// Validate returns an error wrapping ErrInvalidObjective when the latency is
 // unknown, the percentile is NaN or outside [0, 100], or the limit is
 // negative.
 func (o Objective) Validate() error {
 	switch {
-	case int(o.Metric) >= len(metricNames):
-		return fmt.Errorf("%w: unknown metric %d", ErrInvalidObjective, uint8(o.Metric))
-	case !validPercent(o.Percentile):
+	case !o.Latency.valid():
+		return fmt.Errorf("%w: unknown latency %d", ErrInvalidObjective, uint8(o.Latency))
+	case !stats.ValidPercent(o.Percentile):
 		return fmt.Errorf("%w: percentile %v outside [0, 100]", ErrInvalidObjective, o.Percentile)
 	case o.Limit < 0:
 		return fmt.Errorf("%w: negative limit %v", ErrInvalidObjective, o.Limit)
@@ -308,11 +283,11 @@ func (o Objective) Validate() error {
 
 // String returns the objective as "p95 ttft<=200ms".
 func (o Objective) String() string {
-	return "p" + strconv.FormatFloat(o.Percentile, 'f', -1, 64) + " " + o.Metric.String() + "<=" + o.Limit.String()
+	return "p" + strconv.FormatFloat(o.Percentile, 'f', -1, 64) + " " + o.Latency.String() + "<=" + o.Limit.String()
 }
 
 // ParseObjective parses "p95 ttft<=200ms" (also "p99.9 E2EL <= 5s" and "≤";
-// the metric is case-insensitive). It returns an error wrapping
+// the latency is read case-insensitively). It returns an error wrapping
 // ErrInvalidObjective for any other form.
 func ParseObjective(text string) (Objective, error) {
 	t := strings.TrimSpace(text)
@@ -336,8 +311,8 @@ func ParseObjective(text string) (Objective, error) {
 		return bad(`want "<="`)
 	}
 	var o Objective
-	if err := o.Metric.UnmarshalText([]byte(strings.TrimSpace(name))); err != nil {
-		return bad("unknown metric")
+	if err := o.Latency.UnmarshalText([]byte(strings.TrimSpace(name))); err != nil {
+		return bad("unknown latency")
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(limit))
 	if err != nil {
@@ -367,18 +342,19 @@ type ObjectiveResult struct {
 	Margin time.Duration `json:"margin_ns"`
 }
 
-// Check evaluates the objective against s. An invalid objective (see
-// Validate) is not Found.
-func (o Objective) Check(s Summary) ObjectiveResult {
+// Check evaluates the objective against s. The error is Validate's, for
+// an invalid objective; a valid one whose percentile s does not hold gives
+// a result that is not Found.
+func (o Objective) Check(s Summary) (ObjectiveResult, error) {
 	res := ObjectiveResult{Objective: o}
-	if o.Validate() != nil {
-		return res
+	if err := o.Validate(); err != nil {
+		return res, err
 	}
-	v, ok := s.Distribution(o.Metric).Percentile(o.Percentile)
+	v, ok := s.Distribution(o.Latency).Percentile(o.Percentile)
 	if !ok {
-		return res
+		return res, nil
 	}
 	res.Found, res.Value, res.Margin = true, v, o.Limit-v
 	res.Pass = v <= o.Limit
-	return res
+	return res, nil
 }

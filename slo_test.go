@@ -35,7 +35,6 @@ func TestSLOCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := tt.slo.Check(tt.r)
 			assert.Equal(t, tt.want, got)
-			assert.Equal(t, tt.want.Met(), tt.slo.Met(tt.r))
 		})
 	}
 }
@@ -51,12 +50,6 @@ func TestSLOValidate(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidSLO)
 		assert.Regexp(t, `^llmmetrics: invalid SLO: negative (ttft|tpot|itl|e2el) limit`, err.Error())
 	}
-}
-
-func TestSLOPresets(t *testing.T) {
-	assert.Equal(t, SLO{TTFT: 200 * time.Millisecond, TPOT: 100 * time.Millisecond}, SLOChat)
-	assert.Equal(t, SLO{TTFT: 100 * time.Millisecond, E2EL: time.Second}, SLOCodeCompletion)
-	assert.Equal(t, SLO{TTFT: 10 * time.Second, E2EL: time.Minute}, SLODocumentProcessing)
 }
 
 func TestParseSLO(t *testing.T) {
@@ -126,16 +119,22 @@ func TestObjective(t *testing.T) {
 			o, err := ParseObjective(tt.text)
 			require.NoError(t, err)
 			tt.want.Objective = o
-			assert.Equal(t, tt.want, o.Check(s))
+			got, err := o.Check(s)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
 			back, err := ParseObjective(o.String())
 			require.NoError(t, err)
 			assert.Equal(t, o, back)
 		})
 	}
 	empty := Summarize(nil, SummaryOptions{})
-	o := Objective{Metric: MetricE2EL, Percentile: 50, Limit: time.Second}
-	assert.False(t, o.Check(empty).Found, "empty distribution")
-	assert.Equal(t, "p99.9 e2el<=5s", Objective{Metric: MetricE2EL, Percentile: 99.9, Limit: 5 * time.Second}.String())
+	o := Objective{Latency: LatencyE2EL, Percentile: 50, Limit: time.Second}
+	res, err := o.Check(empty)
+	require.NoError(t, err)
+	assert.False(t, res.Found, "empty distribution")
+	_, err = Objective{Latency: LatencyTTFT, Percentile: 101}.Check(empty)
+	assert.ErrorIs(t, err, ErrInvalidObjective, "an invalid objective is an error")
+	assert.Equal(t, "p99.9 e2el<=5s", Objective{Latency: LatencyE2EL, Percentile: 99.9, Limit: 5 * time.Second}.String())
 }
 
 func TestParseObjectiveErrors(t *testing.T) {
@@ -147,20 +146,22 @@ func TestParseObjectiveErrors(t *testing.T) {
 			assert.Regexp(t, "^llmmetrics: ", err.Error())
 		})
 	}
-	assert.Error(t, Objective{Metric: Metric(9)}.Validate())
+	assert.Error(t, Objective{Latency: Latency(9)}.Validate())
 }
 
-func TestMetricText(t *testing.T) {
-	for m := range Metric(4) {
-		b, err := m.MarshalText()
+func TestLatencyText(t *testing.T) {
+	for l := range Latency(4) {
+		b, err := l.MarshalText()
 		require.NoError(t, err)
-		var back Metric
+		var back Latency
 		require.NoError(t, back.UnmarshalText(b))
-		assert.Equal(t, m, back)
+		assert.Equal(t, l, back)
 	}
-	_, err := Metric(4).MarshalText()
-	assert.Error(t, err)
-	assert.Equal(t, "Metric(4)", Metric(4).String())
-	var m Metric
-	assert.Error(t, m.UnmarshalText([]byte("latency")))
+	_, err := Latency(4).MarshalText()
+	assert.ErrorIs(t, err, ErrInvalidText)
+	assert.Equal(t, "Latency(4)", Latency(4).String())
+	var l Latency
+	err = l.UnmarshalText([]byte("latency"))
+	assert.ErrorIs(t, err, ErrInvalidText)
+	assert.ErrorContains(t, err, `llmmetrics: invalid text: unknown latency "latency"`)
 }

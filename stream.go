@@ -8,9 +8,6 @@ import (
 	"sync/atomic"
 )
 
-// Context returns the context the request was started with.
-func (r *Request) Context() context.Context { return r.ctx }
-
 // ErrStopped is the error a stream adapter ends a request with when the
 // consumer stopped early: a Close before EOF, or a break out of a range
 // loop. It wraps context.Canceled, so the outcome is OutcomeCanceled.

@@ -251,7 +251,7 @@ func TestReaderContextCancelWhileBlocked(t *testing.T) {
 	})
 }
 
-type countingDecoder struct{ frames []Frame }
+type countingDecoder struct{}
 
 func (d *countingDecoder) Decode(p []byte, emit func(Frame)) {
 	for range bytes.Count(p, []byte{'\n'}) {

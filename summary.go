@@ -1,10 +1,12 @@
 package llmmetrics
 
 import (
+	"fmt"
 	"math"
-	"slices"
-	"sync"
 	"time"
+
+	"github.com/llmmetrics/llmmetrics/internal/stats"
+	"github.com/llmmetrics/llmmetrics/internal/timebase"
 )
 
 // SummaryOptions configures Summarize. The zero value is ready to use: the
@@ -77,11 +79,22 @@ type Summary struct {
 	// E2EL is the distribution of end-to-end latency over completed
 	// requests.
 	E2EL Distribution `json:"e2el"`
-	// RequestWeightedTPOT is the mean of per-request TPOT (= TPOT.Mean;
-	// 0 when TPOT.Count is 0). See RequestWeightedTPOT.
+	// RequestWeightedTPOT is the mean over requests of TPOT, each
+	// request counting once whatever its length (= TPOT.Mean, vLLM's
+	// "Mean TPOT"; 0 when TPOT.Count is 0): what a typical user feels.
+	// It repeats TPOT.Mean so that the JSON holds both means side by side.
+	//
+	// The two means differ when long and short answers decode at
+	// different speeds. Take two requests: A generates 1,001 tokens in
+	// 10 s after its first token (TPOT 10 ms), B 11 tokens in 1 s (TPOT
+	// 100 ms). The request-weighted mean is (10 + 100) / 2 = 55 ms; the
+	// token-weighted mean is (10 s + 1 s) / (1,000 + 10) ≈ 10.9 ms.
 	RequestWeightedTPOT time.Duration `json:"tpot_request_weighted_ns"`
 	// TokenWeightedTPOT is Σ(LastToken − FirstToken) / Σ(N − 1) over the
-	// same requests (0 when TPOT.Count is 0). See TokenWeightedTPOT.
+	// same requests (0 when TPOT.Count is 0): the mean time per output
+	// token where each token counts once, so long answers weigh more. It
+	// is the server's decode speed, what mean ITL approximates when every
+	// chunk holds one token. See RequestWeightedTPOT for an example.
 	TokenWeightedTPOT time.Duration `json:"tpot_token_weighted_ns"`
 	// PeakConcurrency is the largest number of requests in flight at once,
 	// over the half-open intervals [Start, End) of all records with an End
@@ -97,17 +110,64 @@ type Summary struct {
 	Goodput Goodput `json:"goodput"`
 }
 
-// Distribution returns the distribution of s that m names (an empty
-// Distribution for an invalid m).
-func (s Summary) Distribution(m Metric) Distribution {
-	switch m {
-	case MetricTTFT:
+// Latency names one of the four latency distributions of a Summary:
+// Summary.Distribution selects it, an Objective bounds it. Its text form is
+// "ttft", "tpot", "itl" or "e2el" (read case-insensitively). The zero value
+// is LatencyTTFT.
+type Latency uint8
+
+const (
+	// LatencyTTFT selects Summary.TTFT.
+	LatencyTTFT Latency = iota
+	// LatencyTPOT selects Summary.TPOT.
+	LatencyTPOT
+	// LatencyITL selects Summary.ITL.
+	LatencyITL
+	// LatencyE2EL selects Summary.E2EL.
+	LatencyE2EL
+)
+
+var latencyNames = []string{"ttft", "tpot", "itl", "e2el"}
+
+func (l Latency) valid() bool { return int(l) < len(latencyNames) }
+
+// String returns "ttft", "tpot", "itl" or "e2el" (or "Latency(N)").
+func (l Latency) String() string {
+	if l.valid() {
+		return latencyNames[l]
+	}
+	return fmt.Sprintf("Latency(%d)", uint8(l))
+}
+
+// MarshalText encodes the latency as its name.
+func (l Latency) MarshalText() ([]byte, error) {
+	if !l.valid() {
+		return nil, fmt.Errorf("%w: no name for latency %d", ErrInvalidText, uint8(l))
+	}
+	return []byte(latencyNames[l]), nil
+}
+
+// UnmarshalText decodes "ttft", "tpot", "itl" or "e2el", in any case.
+func (l *Latency) UnmarshalText(b []byte) error {
+	i, ok := parseName(b, latencyNames)
+	if !ok {
+		return fmt.Errorf("%w: unknown latency %q (want ttft, tpot, itl or e2el)", ErrInvalidText, b)
+	}
+	*l = Latency(i)
+	return nil
+}
+
+// Distribution returns the distribution of s that l names: like a map
+// lookup, an empty Distribution (Count 0) for an unknown l.
+func (s Summary) Distribution(l Latency) Distribution {
+	switch l {
+	case LatencyTTFT:
 		return s.TTFT
-	case MetricTPOT:
+	case LatencyTPOT:
 		return s.TPOT
-	case MetricITL:
+	case LatencyITL:
 		return s.ITL
-	case MetricE2EL:
+	case LatencyE2EL:
 		return s.E2EL
 	}
 	return Distribution{}
@@ -116,8 +176,9 @@ func (s Summary) Distribution(m Metric) Distribution {
 // Summarize aggregates records over a run. It is a pure function, safe for
 // concurrent use, and does not modify records.
 //
-// The rules (DESIGN §1), which match `vllm bench serve`'s calculate_metrics
-// for the same per-request data and duration:
+// The rules, which match `vllm bench serve`'s calculate_metrics for the
+// same per-request data and duration (the package documentation's
+// Definitions section defines each figure):
 //
 //   - Only OK requests are Completed and enter the token totals and the
 //     latency distributions; failed and canceled requests count only in
@@ -153,8 +214,8 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	// writes the per-record sample sets into one pooled buffer, record
 	// order kept (the float sums below depend on it):
 	// [TTFT | TPOT | E2EL | concurrency events (2 per record)].
-	buf := getSampleBuf(5 * n)
-	defer putSampleBuf(buf)
+	buf := stats.Buffer(5 * n)
+	defer stats.Release(buf)
 	all := *buf
 	kTTFT, kTPOT, kE2EL, kEvents := all[:0:n], all[n:n:2*n], all[2*n:2*n:3*n], all[3*n:3*n]
 
@@ -170,13 +231,13 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		minStart, maxEnd int64
 		haveEnd          bool
 	)
-	tb := newTimeBase(records[0].Start)
+	tb := timebase.New(records[0].Start)
 	allFast := true
 	for i := range records {
 		r := &records[i]
 		var m recMetrics
-		if !m.fast(r, &opts.SLO, &tb) {
-			m.slow(r, opts.SLO)
+		if !m.fast(r, &tb) {
+			m.slow(r)
 			allFast = false
 		}
 		if allFast {
@@ -196,7 +257,7 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		out := max(r.OutputTokens, 0)
 		allOut += out
 
-		c := m.check
+		c := opts.SLO.check(r, &m.figures)
 		if c.OK {
 			mTTFT += countIf(c.TTFT)
 			mTPOT += countIf(c.TPOT)
@@ -278,21 +339,30 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	}
 
 	// The distributions, through one shared scratch buffer.
-	scratch := getSampleBuf(2 * n) // ≥ every per-record sample set
-	defer putSampleBuf(scratch)
-	s.TTFT = distKeys(kTTFT, *scratch, ps, false)
-	s.TPOT = distKeys(kTPOT, *scratch, ps, true)
+	scratch := stats.Buffer(2 * n) // ≥ every per-record sample set
+	defer stats.Release(scratch)
+	ttft := stats.Of(kTTFT, *scratch, ps, stats.Int)
+	s.TTFT = distribution(&ttft, ps)
+	tpot := stats.Of(kTPOT, *scratch, ps, stats.Float)
+	s.TPOT = distribution(&tpot, ps)
 	if s.TPOT.Count > 0 {
 		s.RequestWeightedTPOT = s.TPOT.Mean
 	}
-	s.E2EL = distKeys(kE2EL, *scratch, ps, false)
+	e2el := stats.Of(kE2EL, *scratch, ps, stats.Int)
+	s.E2EL = distribution(&e2el, ps)
 	if nITL > 0 {
-		s.ITL = itlDistribution(records, nITL, ps)
+		itl := stats.Gaps(len(records), func(i int) []time.Duration {
+			if records[i].Outcome != OutcomeOK {
+				return nil
+			}
+			return records[i].ITL
+		}, ps)
+		s.ITL = distribution(&itl, ps)
 	}
 
 	// Peak concurrency: a sweep over [Start, End) in event order (see
 	// eventKey: a departure sorts before an arrival at the same instant).
-	radixSort(kEvents, *scratch)
+	stats.RadixSort(kEvents, *scratch)
 	cur := 0
 	for _, e := range kEvents {
 		if e&1 == 1 {
@@ -305,80 +375,12 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	return s
 }
 
-// itlDistribution returns the distribution of the ITL gaps of the OK
-// records (n > 0 of them), reading the gaps in place, twice, instead of
-// copying them all into one buffer first: they are the largest sample
-// set, and every pass over them costs more than the rest of Summarize.
-//
-// The first pass finds the exact sum (so the mean, as distKeys computes
-// it) and counts the gaps into logBucket's histogram, which needs no min
-// or max beforehand. The buckets that hold the ranks the median and the
-// percentiles read are then known, and so are those of the min and the
-// max (ranks 0 and n − 1: selecting them costs less than comparing every
-// gap). The second pass sums the squared deviations from the mean in the
-// same order as distKeys (so the standard deviation is the same to the
-// bit) and gathers the gaps of those few buckets, and selectRanks
-// finishes within each bucket.
-func itlDistribution(records []Record, n int, ps []float64) Distribution {
-	h := histPool.Get().(*[1 << 16]uint32)
-	defer histPool.Put(h)
-	clear(h[:logBucketCount])
-	var sumHi, sumLo uint64
-	for i := range records {
-		if records[i].Outcome != OutcomeOK {
-			continue
-		}
-		for _, g := range records[i].ITL {
-			v := uint64(max(g, 0))
-			sumHi, sumLo = addKey(sumHi, sumLo, v)
-			h[uint16(logBucket(v))]++ // logBucket < logBucketCount ≤ 2^16
-		}
-	}
-	mean := intMean(sumHi, sumLo, n)
-
-	var rankBuf [32]int
-	ranks := append(rankSet(n, ps, &rankBuf), 0, n-1)
-	slices.Sort(ranks)
-	ranks = slices.Compact(ranks)
-	var outBuf [32]uint64
-	out := outBuf[:0]
-	if len(ranks) > len(outBuf) {
-		out = make([]uint64, len(ranks))
-	}
-	out = out[:len(ranks)]
-	var wantBuf [32]rankBucket
-	var mark bucketSet
-	want, total := findRankBuckets(h[:logBucketCount], 0, ranks, wantBuf[:0], &mark)
-	buf := getSampleBuf(2 * total)
-	defer putSampleBuf(buf)
-	gathered, tmp := (*buf)[:total], (*buf)[total:2*total]
-
-	var ss float64
-	for i := range records {
-		if records[i].Outcome != OutcomeOK {
-			continue
-		}
-		for _, g := range records[i].ITL {
-			v := uint64(max(g, 0))
-			d := float64(v) - mean
-			ss += d * d
-			if b := uint16(logBucket(v)); mark.has(b) {
-				gathered[h[b]] = v
-				h[b]++
-			}
-		}
-	}
-	selectInBuckets(want, gathered, tmp, ranks, out, h, logBucketRange)
-	lo, hi := out[0], out[len(out)-1] // ranks 0 and n − 1
-	return distFromRanks(n, ps, false, ranks, out, lo, hi, mean, ss)
-}
-
 // eventKey encodes a concurrency event at offset t (in (−2^61, 2^61), see
-// timeBase) as (t + 2^61) << 1 | arrival. The original encoding is
+// timebase.Limit) as (t + 2^61) << 1 | arrival. The original encoding is
 // (t − minStart) << 1 | arrival; both differ from it by the same constant,
 // so they sort alike, and the sweep only depends on the order.
 func eventKey(t int64, arrival uint64) uint64 {
-	return uint64(t+offLimit)<<1 | arrival
+	return uint64(t+timebase.Limit)<<1 | arrival
 }
 
 // slowRunBounds returns max(End) − min(Start) (0 when not positive) and
@@ -415,105 +417,35 @@ func slowRunBounds(records []Record, events []uint64) (time.Duration, []uint64) 
 	return d, events
 }
 
-// offLimit bounds the offsets of a timeBase: every offset is in
-// (−offLimit, offLimit), so the difference of two offsets never overflows
-// an int64 and equals what time.Time.Sub returns (Sub saturates only
-// beyond ±(2^63 − 1) ns).
-const offLimit = 1 << 61
-
-// offLimitSec bounds the whole-second part of a wall-clock offset:
-// 2^31 s × 1e9 + 1e9 ns < 2^61 ns.
-const offLimitSec = 1 << 31
-
-// timeBase turns time.Time values into int64 nanoseconds since a base
-// instant, so that the per-record arithmetic is integer arithmetic instead
-// of repeated time.Time.Sub/Before calls (each of which re-decodes the
-// wall and monotonic fields and, without a monotonic reading, checks for
-// overflow with an Add and an Equal).
-//
-// time.Time compares and subtracts two instants by their monotonic clock
-// readings when both have one, and by their wall clocks otherwise. An
-// offset therefore stands in for an instant only when the instant has a
-// monotonic reading exactly when the base does: then for any two such
-// instants t and u, t.Sub(u) = off(t) − off(u) and t.Before(u) ⇔ off(t) <
-// off(u), in the same clock the time package would use. Instants of the
-// other kind, or too far from the base (see offLimit), are refused.
-type timeBase struct {
-	t    time.Time
-	mono bool
-	sec  int64 // t.Unix()
-	nsec int   // t.Nanosecond()
-}
-
-func newTimeBase(t time.Time) timeBase {
-	return timeBase{t: t, mono: hasMono(t), sec: t.Unix(), nsec: t.Nanosecond()}
-}
-
-// hasMono reports whether t carries a monotonic clock reading: Round(0)
-// strips it and changes nothing else, so t differs from t.Round(0)
-// (compared field by field, not as instants) exactly when it has one.
-func hasMono(t time.Time) bool { return t != t.Round(0) }
-
-// offset returns t − b.t in nanoseconds, with ok false when t cannot stand
-// in as an offset (see timeBase).
-func (b *timeBase) offset(t time.Time) (off int64, ok bool) {
-	if hasMono(t) != b.mono {
-		return 0, false
-	}
-	if b.mono {
-		// Both readings are monotonic: Sub is a plain subtraction of
-		// them (saturating, which the bound excludes).
-		d := t.Sub(b.t)
-		return int64(d), d > -offLimit && d < offLimit
-	}
-	// Wall clocks: Sub returns the exact difference (sec and nsec
-	// parts) when it does not saturate; compute it directly, without
-	// Sub's overflow check, once the seconds are known to be in range.
-	ds := t.Unix() - b.sec
-	if ds <= -offLimitSec || ds >= offLimitSec {
-		return 0, false
-	}
-	return ds*1e9 + int64(t.Nanosecond()-b.nsec), true
-}
-
-// recMetrics is what Summarize needs from one record: the values of the
-// Record methods and of SLO.Check, computed once.
+// recMetrics is what Summarize needs from one record, computed once: the
+// figures an SLO bounds and the run-level times.
 type recMetrics struct {
-	tok     bool          // HasToken()
-	ttft    time.Duration // TTFT() (when tok)
-	decode  time.Duration // decode(): lastToken() − FirstToken, 0 without a token
-	e2el    time.Duration // E2EL() (when hasE2EL)
-	hasE2EL bool
+	figures
 	hasBusy bool          // End.After(Start)
 	busy    time.Duration // End − Start (when hasBusy)
 	hasEnd  bool          // !End.IsZero()
-	// start and end are Start and End as offsets from the timeBase;
+	// start and end are Start and End as offsets from the timebase;
 	// set only by fast.
 	start, end int64
-	check      SLOCheck // slo.Check(r)
 }
 
-// slow fills m with the Record methods and SLO.Check themselves.
-func (m *recMetrics) slow(r *Record, slo SLO) {
-	m.tok = r.HasToken()
-	m.ttft, _ = r.TTFT()
-	m.decode = r.decode()
-	m.e2el, m.hasE2EL = r.E2EL()
+// slow fills m from the Record methods themselves.
+func (m *recMetrics) slow(r *Record) {
+	m.figures = r.figures()
 	if r.End.After(r.Start) {
 		m.hasBusy, m.busy = true, r.End.Sub(r.Start)
 	}
 	m.hasEnd = !r.End.IsZero()
-	m.check = slo.Check(*r)
 }
 
 // fast fills m from r's times as offsets from b, with the exact results
-// of the Record methods and SLO.Check, and reports false (m is then
-// partial and must be refilled by slow) when some time r uses cannot be
-// taken as an offset. A zero FirstToken, LastToken or End is the "unset"
-// sentinel and is never converted: each place the methods compare it
-// with another time is handled below.
-func (m *recMetrics) fast(r *Record, slo *SLO, b *timeBase) bool {
-	start, ok := b.offset(r.Start)
+// of the Record methods, and reports false (m is then partial and must be
+// refilled by slow) when some time r uses cannot be taken as an offset. A
+// zero FirstToken, LastToken or End is the "unset" sentinel and is never
+// converted: each place the methods compare it with another time is
+// handled below.
+func (m *recMetrics) fast(r *Record, b *timebase.Base) bool {
+	start, ok := b.Offset(r.Start)
 	if !ok {
 		return false
 	}
@@ -521,7 +453,7 @@ func (m *recMetrics) fast(r *Record, slo *SLO, b *timeBase) bool {
 	m.tok = !r.FirstToken.IsZero()
 	var first, last int64
 	if m.tok {
-		if first, ok = b.offset(r.FirstToken); !ok {
+		if first, ok = b.Offset(r.FirstToken); !ok {
 			return false
 		}
 		// lastToken(): LastToken, or FirstToken when LastToken is
@@ -535,7 +467,7 @@ func (m *recMetrics) fast(r *Record, slo *SLO, b *timeBase) bool {
 			}
 			last = first
 		} else {
-			if last, ok = b.offset(r.LastToken); !ok {
+			if last, ok = b.Offset(r.LastToken); !ok {
 				return false
 			}
 			last = max(last, first)
@@ -546,7 +478,7 @@ func (m *recMetrics) fast(r *Record, slo *SLO, b *timeBase) bool {
 	}
 	m.hasEnd = !r.End.IsZero()
 	if m.hasEnd {
-		if m.end, ok = b.offset(r.End); !ok {
+		if m.end, ok = b.Offset(r.End); !ok {
 			return false
 		}
 		if m.end > start {
@@ -560,26 +492,6 @@ func (m *recMetrics) fast(r *Record, slo *SLO, b *timeBase) bool {
 		// End − Start is beyond any offset.
 		return false
 	}
-
-	// SLO.Check, threshold by threshold, on the values above.
-	c := SLOCheck{OK: r.Outcome == OutcomeOK, TTFT: true, TPOT: true, ITL: true, E2EL: true}
-	if slo.TTFT > 0 {
-		c.TTFT = m.tok && m.ttft <= slo.TTFT
-	}
-	if slo.TPOT > 0 && r.OutputTokens > 1 && m.tok {
-		// tpotWithin: decode / (N − 1) ≤ limit, exactly.
-		k := time.Duration(r.OutputTokens - 1)
-		q, rem := m.decode/k, m.decode%k
-		c.TPOT = q < slo.TPOT || (q == slo.TPOT && rem == 0)
-	}
-	if slo.ITL > 0 {
-		d, ok := r.MaxGap()
-		c.ITL = !ok || d <= slo.ITL
-	}
-	if slo.E2EL > 0 {
-		c.E2EL = m.hasE2EL && m.e2el <= slo.E2EL
-	}
-	m.check = c
 	return true
 }
 
@@ -597,10 +509,10 @@ func cleanPercentiles(ps []float64) []float64 {
 		return defaultPercentiles
 	}
 	for i, p := range ps {
-		if !validPercent(p) {
+		if !stats.ValidPercent(p) {
 			out := append([]float64(nil), ps[:i]...)
 			for _, p := range ps[i+1:] {
-				if validPercent(p) {
+				if stats.ValidPercent(p) {
 					out = append(out, p)
 				}
 			}
@@ -608,100 +520,4 @@ func cleanPercentiles(ps []float64) []float64 {
 		}
 	}
 	return ps
-}
-
-// sampleBufPool holds sample buffers so repeated Summarize calls do not allocate
-// them again.
-var sampleBufPool sync.Pool
-
-func getSampleBuf(n int) *[]uint64 {
-	if b, ok := sampleBufPool.Get().(*[]uint64); ok && cap(*b) >= n {
-		*b = (*b)[:n]
-		return b
-	}
-	b := make([]uint64, n)
-	return &b
-}
-
-func putSampleBuf(b *[]uint64) { sampleBufPool.Put(b) }
-
-// RequestWeightedTPOT returns the mean over requests of TPOT: each completed
-// (OutcomeOK) request with N > 1 counts once, whatever its length. ok is
-// false when no such request exists. The result is rounded to the
-// nanosecond.
-//
-// Request-weighted and token-weighted TPOT differ when long and short
-// answers decode at different speeds. Take two requests: A generates 1,001
-// tokens in 10 s after its first token (TPOT 10 ms), B generates 11 tokens
-// in 1 s (TPOT 100 ms). The request-weighted mean is (10 + 100) / 2 = 55 ms;
-// the token-weighted mean is (10 s + 1 s) / (1,000 + 10) ≈ 10.9 ms.
-//
-// Use the request-weighted mean for what a typical user feels (each
-// conversation counts once; it is vLLM's "Mean TPOT"); use TokenWeightedTPOT
-// for the server's decode speed (each generated token counts once; it is
-// what mean ITL approximates when every chunk holds one token).
-func RequestWeightedTPOT(records []Record) (time.Duration, bool) {
-	var sum float64
-	n := 0
-	for i := range records {
-		r := &records[i]
-		if r.Outcome == OutcomeOK && r.HasToken() && r.OutputTokens > 1 {
-			sum += float64(r.decode()) / float64(r.OutputTokens-1)
-			n++
-		}
-	}
-	if n == 0 {
-		return 0, false
-	}
-	return roundDur(sum / float64(n)), true
-}
-
-// TokenWeightedTPOT returns Σ(LastToken − FirstToken) / Σ(N − 1) over
-// completed (OutcomeOK) requests with N > 1: the mean time per output token
-// where each token counts once, so long answers weigh more. ok is false when
-// no such request exists. The result is rounded to the nanosecond. See
-// RequestWeightedTPOT for a worked example of the difference.
-func TokenWeightedTPOT(records []Record) (time.Duration, bool) {
-	var sum float64
-	n := 0
-	for i := range records {
-		r := &records[i]
-		if r.Outcome == OutcomeOK && r.HasToken() && r.OutputTokens > 1 {
-			sum += float64(r.decode())
-			n += r.OutputTokens - 1
-		}
-	}
-	if n == 0 {
-		return 0, false
-	}
-	return roundDur(sum / float64(n)), true
-}
-
-// WeightedMean returns Σ values[i]·weights[i] / Σ weights[i]. With every
-// weight 1 it is the plain mean; TokenWeightedTPOT is the weighted mean of
-// per-request TPOT with weights N − 1.
-//
-// It returns NaN when the slices differ in length or are empty, when a
-// weight is negative, NaN or Inf, when a value is NaN, or when the weights
-// sum to 0.
-func WeightedMean(values, weights []float64) float64 {
-	if len(values) != len(weights) || len(values) == 0 {
-		return math.NaN()
-	}
-	var sum, wsum float64
-	for i, v := range values {
-		w := weights[i]
-		if w < 0 || math.IsNaN(w) || math.IsInf(w, 0) || math.IsNaN(v) {
-			return math.NaN()
-		}
-		if w == 0 {
-			continue
-		}
-		sum += v * w
-		wsum += w
-	}
-	if wsum == 0 {
-		return math.NaN()
-	}
-	return sum / wsum
 }

@@ -1,6 +1,7 @@
 package llmmetrics_test
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -67,7 +68,10 @@ func ExampleObjective_Check() {
 		if err != nil {
 			panic(err)
 		}
-		r := o.Check(s)
+		r, err := o.Check(s)
+		if err != nil {
+			panic(err)
+		}
 		fmt.Printf("%v: pass=%v value=%v margin=%v\n", o, r.Pass, r.Value, r.Margin)
 	}
 	// Output:
@@ -82,19 +86,30 @@ func ExampleCostPerMillionTokens() {
 	}
 	fmt.Printf("$%.3f per million tokens\n", usd)
 	price := llmmetrics.Price{Input: 3, CachedInput: 0.30, Output: 15}
-	fmt.Printf("$%.4f for 10k input (8k cached) + 1k output tokens\n", price.Cost(10_000, 8_000, 1_000))
+	cost, err := price.Cost(10_000, 8_000, 1_000)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("$%.4f for 10k input (8k cached) + 1k output tokens\n", cost)
+	// Nothing produced: the cost per token is undefined, not infinite.
+	_, err = llmmetrics.CostPerMillionTokens(3.00, 0)
+	fmt.Println(errors.Is(err, llmmetrics.ErrUndefined), err)
 	// Output:
 	// $0.208 per million tokens
 	// $0.0234 for 10k input (8k cached) + 1k output tokens
+	// true llmmetrics: undefined result: cost per token at 0 tokens per second
 }
 
 func ExampleFindSaturation() {
 	level := func(users, tokPerSec float64) llmmetrics.LoadLevel {
 		return llmmetrics.LoadLevel{Load: users, Summary: llmmetrics.Summary{OutputThroughput: tokPerSec}}
 	}
-	sat := llmmetrics.FindSaturation([]llmmetrics.LoadLevel{
+	sat, err := llmmetrics.FindSaturation([]llmmetrics.LoadLevel{
 		level(10, 5_000), level(50, 25_000), level(100, 35_000), level(200, 30_000),
 	}, llmmetrics.SaturationOptions{})
+	if err != nil {
+		panic(err)
+	}
 	fmt.Println(sat.Found, sat.Load)
 	for _, r := range sat.Reasons {
 		fmt.Println(r)

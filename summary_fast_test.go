@@ -3,12 +3,14 @@ package llmmetrics
 import (
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llmmetrics/llmmetrics/internal/stats"
+	"github.com/llmmetrics/llmmetrics/internal/timebase"
 )
 
 // The tests in this file check Summarize's integer fast path (timeBase,
@@ -126,9 +128,13 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 	if size == 0 {
 		return s
 	}
-	keys, scratch := getSampleBuf(size), getSampleBuf(size)
-	defer putSampleBuf(keys)
-	defer putSampleBuf(scratch)
+	keys, scratch := stats.Buffer(size), stats.Buffer(size)
+	defer stats.Release(keys)
+	defer stats.Release(scratch)
+	dist := func(k []uint64, kind stats.Kind) Distribution {
+		st := stats.Of(k, *scratch, ps, kind)
+		return distribution(&st, ps)
+	}
 
 	k := (*keys)[:0]
 	for i := range records {
@@ -136,7 +142,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 			k = append(k, uint64(d))
 		}
 	}
-	s.TTFT = distKeys(k, *scratch, ps, false)
+	s.TTFT = dist(k, stats.Int)
 
 	k = (*keys)[:0]
 	for i := range records {
@@ -145,7 +151,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 			k = append(k, math.Float64bits(float64(r.decode())/float64(r.OutputTokens-1)))
 		}
 	}
-	s.TPOT = distKeys(k, *scratch, ps, true) // non-negative float64 bits order like the values
+	s.TPOT = dist(k, stats.Float) // non-negative float64 bits order like the values
 	if s.TPOT.Count > 0 {
 		s.RequestWeightedTPOT = s.TPOT.Mean
 	}
@@ -158,7 +164,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 			}
 		}
 	}
-	s.ITL = distKeys(k, *scratch, ps, false)
+	s.ITL = dist(k, stats.Int)
 
 	k = (*keys)[:0]
 	for i := range records {
@@ -166,7 +172,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 			k = append(k, uint64(d))
 		}
 	}
-	s.E2EL = distKeys(k, *scratch, ps, false)
+	s.E2EL = dist(k, stats.Int)
 
 	// Peak concurrency: a sweep over [Start, End). Events are encoded as
 	// (time since minStart) << 1 | 1 for an arrival, | 0 for a departure,
@@ -178,7 +184,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 			k = append(k, uint64(r.Start.Sub(minStart))<<1|1, uint64(r.End.Sub(minStart))<<1)
 		}
 	}
-	radixSort(k, *scratch)
+	stats.RadixSort(k, *scratch)
 	cur := 0
 	for _, e := range k {
 		if e&1 == 1 {
@@ -211,9 +217,9 @@ func adversarialTime(rng *rand.Rand, t0, mono time.Time) time.Time {
 	case 5:
 		return time.Unix(-1<<62, 0) // far past
 	case 6:
-		return t0.Add(time.Duration(rng.Int64N(1<<62) - 1<<61)) // around offLimit
+		return t0.Add(time.Duration(rng.Int64N(1<<62) - 1<<61)) // around timebase.Limit
 	case 7:
-		return t0.Add(time.Duration(int64(offLimitSec) * 1e9)) // just past offLimitSec
+		return t0.Add(time.Duration(int64(1<<31) * 1e9)) // just past timebase's wall-clock bound, 2^31 s
 	case 8:
 		return time.Unix(0, rng.Int64()) // anywhere in int64 ns
 	default:
@@ -319,8 +325,9 @@ func TestSummarizeMatchesRecordMethods(t *testing.T) {
 }
 
 // TestRecMetricsFast checks each per-record figure of the fast path against
-// the Record methods, and that the fast path is taken for ordinary records
-// (so the comparison above is not vacuous).
+// the Record methods (and so the SLO check on them against SLO.Check), and
+// that the fast path is taken for ordinary records (so the comparison above
+// is not vacuous).
 func TestRecMetricsFast(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	mono := time.Now()
@@ -341,69 +348,24 @@ func TestRecMetricsFast(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(31, 32))
-			tb := newTimeBase(tt.base)
+			tb := timebase.New(tt.base)
 			fast := 0
 			for range 5000 {
 				r := tt.gen(rng)
 				var got, want recMetrics
-				want.slow(&r, slo)
-				if !got.fast(&r, &slo, &tb) {
+				want.slow(&r)
+				if !got.fast(&r, &tb) {
 					require.False(t, tt.wantFast, "ordinary record refused: %+v", r)
 					continue
 				}
 				fast++
 				got.start, got.end = 0, 0 // offsets: slow does not set them
 				require.Equal(t, want, got, "%+v", r)
+				require.Equal(t, slo.Check(r), slo.check(&r, &got.figures), "%+v", r)
 			}
 			assert.Positive(t, fast, "some records take the fast path")
 		})
 	}
-}
-
-func TestTimeBaseOffset(t *testing.T) {
-	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	mono := time.Now()
-	tests := []struct {
-		name   string
-		base   time.Time
-		t      time.Time
-		want   int64
-		wantOK bool
-	}{
-		{"wall, later", t0, t0.Add(1500 * time.Millisecond), 1.5e9, true},
-		{"wall, earlier across a second", t0.Add(200), t0.Add(-300), -500, true},
-		{"wall, other zone", t0, t0.In(time.FixedZone("x", 3600)).Add(7), 7, true},
-		{"monotonic", mono, mono.Add(-42), -42, true},
-		{"monotonic vs wall", mono, t0, 0, false},
-		{"wall vs monotonic", t0, mono, 0, false},
-		{"zero time from a wall base", t0, time.Time{}, 0, false},
-		{"zero base, zero time", time.Time{}, time.Time{}, 0, true},
-		{"just inside offLimitSec", t0, t0.Add((offLimitSec - 1) * time.Second), (offLimitSec - 1) * 1e9, true},
-		{"at offLimitSec", t0, t0.Add(offLimitSec * time.Second), 0, false},
-		{"far past", t0, time.Unix(math.MinInt64/2, 0), 0, false},
-		{"monotonic, beyond offLimit", mono, mono.Add(offLimit), 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := newTimeBase(tt.base)
-			got, ok := b.offset(tt.t)
-			require.Equal(t, tt.wantOK, ok)
-			if ok {
-				assert.Equal(t, tt.want, got)
-				assert.Equal(t, tt.t.Sub(tt.base), time.Duration(got), "offset = Sub")
-			}
-		})
-	}
-}
-
-func TestHasMono(t *testing.T) {
-	now := time.Now()
-	assert.True(t, hasMono(now))
-	assert.True(t, hasMono(now.Add(time.Hour)))
-	assert.False(t, hasMono(now.Round(0)))
-	assert.False(t, hasMono(time.Time{}))
-	assert.False(t, hasMono(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
-	assert.False(t, hasMono(now.In(time.UTC)), "In strips the monotonic reading")
 }
 
 // FuzzSummarizeMatchesRecordMethods checks the fast path against
@@ -442,70 +404,4 @@ func FuzzSummarizeMatchesRecordMethods(f *testing.F) {
 		opts := SummaryOptions{SLO: slo, Duration: time.Duration(mode>>4) * time.Second}
 		require.Equal(t, summarizeRef(rs, opts), Summarize(rs, opts))
 	})
-}
-
-func TestLogBucket(t *testing.T) {
-	rng := rand.New(rand.NewPCG(41, 42))
-	values := []uint64{0, 1, 1023, 1024, 2047, 2048, 2049, 4095, 4096, 1<<40 - 1, 1 << 40, math.MaxInt64, math.MaxUint64 - 1, math.MaxUint64}
-	for range 10000 {
-		values = append(values, rng.Uint64()>>rng.UintN(64))
-	}
-	for _, v := range values {
-		b := logBucket(v)
-		require.Less(t, b, logBucketCount, "v=%d", v)
-		lo, hi := logBucketRange(b)
-		require.LessOrEqual(t, lo, v, "v=%d bucket %d", v, b)
-		require.GreaterOrEqual(t, hi, v, "v=%d bucket %d", v, b)
-		require.Equal(t, b, logBucket(lo), "v=%d: bucket starts at its lo", v)
-		require.Equal(t, b, logBucket(hi), "v=%d: bucket ends at its hi", v)
-		if lo > 0 {
-			require.Equal(t, b-1, logBucket(lo-1), "v=%d: buckets are consecutive", v)
-		}
-		if v < 2048 {
-			assert.Equal(t, int(v), b, "small values have a bucket each")
-		}
-	}
-}
-
-// TestITLDistributionMatchesDistKeys checks the in-place two-pass ITL
-// selection against distKeys over the copied gaps, for gap shapes that
-// stress the log-linear buckets.
-func TestITLDistributionMatchesDistKeys(t *testing.T) {
-	rng := rand.New(rand.NewPCG(43, 44))
-	shapes := map[string]func(i int) time.Duration{
-		"uniform":      func(int) time.Duration { return time.Duration(10e6 + rng.Int64N(30e6)) },
-		"all equal":    func(int) time.Duration { return 20 * time.Millisecond },
-		"one outlier":  func(i int) time.Duration { return map[bool]time.Duration{true: 1 << 62, false: 20e6}[i == 77] },
-		"small":        func(int) time.Duration { return time.Duration(rng.IntN(3000)) },
-		"negative":     func(int) time.Duration { return time.Duration(rng.Int64N(2000) - 1000) },
-		"full range":   func(int) time.Duration { return time.Duration(rng.Int64()) },
-		"two clusters": func(i int) time.Duration { return time.Duration(i%2)*time.Hour + time.Duration(rng.IntN(5)) },
-	}
-	pss := [][]float64{nil, {0, 1, 25, 50, 90, 99, 99.9, 100}}
-	for name, gen := range shapes {
-		for _, n := range []int{1, 2, 2049, 50_000} {
-			t.Run(name+"/"+jsonFloat(float64(n)), func(t *testing.T) {
-				var rs []Record
-				var keys []uint64
-				for len(keys) < n {
-					r := Record{Outcome: Outcome(rng.IntN(2))} // OK or error
-					for range min(1+rng.IntN(40), n-len(keys)) {
-						g := gen(len(keys))
-						r.ITL = append(r.ITL, g)
-						if r.Outcome == OutcomeOK {
-							keys = append(keys, uint64(max(g, 0)))
-						}
-					}
-					rs = append(rs, r)
-				}
-				if len(keys) == 0 {
-					return
-				}
-				for _, ps := range pss {
-					want := distKeys(slices.Clone(keys), make([]uint64, len(keys)), ps, false)
-					assert.Equal(t, want, itlDistribution(rs, len(keys), ps))
-				}
-			})
-		}
-	}
 }

@@ -1,8 +1,7 @@
-package llmmetrics
+package llmmetrics_test
 
 import (
 	"encoding/json"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,24 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// parityInput is one dataset of testdata/vllm_parity (see
-// scripts/vllm_reference.py for the format).
-type parityInput struct {
-	Name        string             `json:"name"`
-	DurationNS  int64              `json:"duration_ns"`
-	Percentiles []float64          `json:"percentiles"`
-	SLOms       map[string]float64 `json:"slo_ms"`
-	Requests    []struct {
-		Success      bool    `json:"success"`
-		StartNS      int64   `json:"start_ns"`
-		TTFTNS       int64   `json:"ttft_ns"`
-		ITLNS        []int64 `json:"itl_ns"`
-		PromptLen    int     `json:"prompt_len"`
-		OutputTokens int     `json:"output_tokens"`
-	} `json:"requests"`
-}
+	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/internal/parity"
+)
 
 // parityGolden is what scripts/vllm_reference.py computed with numpy,
 // following vLLM's calculate_metrics.
@@ -52,40 +37,6 @@ func (g parityGolden) pcts(t *testing.T, key string) [][2]float64 {
 	return v
 }
 
-// records turns a parity dataset into Records the way a Tracker would have
-// recorded the same stream: FirstToken = Start + ttft, one chunk per ITL
-// gap, LastToken = FirstToken + Σ gaps. A failed request ends with an error
-// after a while and no token.
-func (in parityInput) records() []Record {
-	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	out := make([]Record, len(in.Requests))
-	for i, r := range in.Requests {
-		start := base.Add(time.Duration(r.StartNS))
-		if !r.Success {
-			out[i] = Record{Start: start, End: start.Add(7 * time.Millisecond), InputTokens: r.PromptLen, Outcome: OutcomeError}
-			continue
-		}
-		first := start.Add(time.Duration(r.TTFTNS))
-		last := first
-		itl := make([]time.Duration, len(r.ITLNS))
-		for j, g := range r.ITLNS {
-			itl[j] = time.Duration(g)
-			last = last.Add(itl[j])
-		}
-		out[i] = Record{
-			Start: start, FirstToken: first, LastToken: last, End: last.Add(time.Millisecond),
-			InputTokens: r.PromptLen, OutputTokens: r.OutputTokens,
-			Chunks: len(itl) + 1, ITL: itl, Outcome: OutcomeOK,
-		}
-	}
-	return out
-}
-
-func (in parityInput) slo() SLO {
-	sloMS := func(k string) time.Duration { return time.Duration(math.Round(in.SLOms[k] * 1e6)) }
-	return SLO{TTFT: sloMS("ttft"), TPOT: sloMS("tpot"), E2EL: sloMS("e2el")}
-}
-
 // assertNS checks that got is vLLM's value (in ms) to the nanosecond: got
 // is the nearest nanosecond of the reference, allowing for the float noise
 // of numpy working in seconds.
@@ -98,24 +49,20 @@ func assertNS(t *testing.T, wantMS float64, got time.Duration, what string) {
 // TestSummarizeVLLMParity checks Summarize against the committed goldens
 // that scripts/vllm_reference.py computed with numpy using vLLM's rules.
 func TestSummarizeVLLMParity(t *testing.T) {
-	inputs, err := filepath.Glob("testdata/vllm_parity/*.input.json")
+	inputs, err := parity.Inputs("testdata/vllm_parity")
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(inputs), 9)
 	for _, path := range inputs {
 		name := strings.TrimSuffix(filepath.Base(path), ".input.json")
 		t.Run(name, func(t *testing.T) {
-			var in parityInput
-			b, err := os.ReadFile(path)
+			in, err := parity.Load(path)
 			require.NoError(t, err)
-			require.NoError(t, json.Unmarshal(b, &in))
 			var g parityGolden
-			b, err = os.ReadFile(strings.Replace(path, ".input.json", ".golden.json", 1))
+			b, err := os.ReadFile(parity.GoldenPath(path))
 			require.NoError(t, err)
 			require.NoError(t, json.Unmarshal(b, &g))
 
-			s := Summarize(in.records(), SummaryOptions{
-				Duration: time.Duration(in.DurationNS), Percentiles: in.Percentiles, SLO: in.slo(),
-			})
+			s := llmmetrics.Summarize(in.Records(), in.Options())
 
 			assert.Equal(t, int(g.num(t, "completed")), s.Completed, "completed")
 			assert.Equal(t, int(g.num(t, "failed")), s.Failed, "failed")
@@ -128,7 +75,7 @@ func TestSummarizeVLLMParity(t *testing.T) {
 				assert.InEpsilon(t, g.num(t, "request_goodput")+1e-300, s.Goodput.RequestsPerSecond+1e-300, 1e-12, "request goodput")
 			}
 
-			for _, m := range []Metric{MetricTTFT, MetricTPOT, MetricITL, MetricE2EL} {
+			for _, m := range []llmmetrics.Latency{llmmetrics.LatencyTTFT, llmmetrics.LatencyTPOT, llmmetrics.LatencyITL, llmmetrics.LatencyE2EL} {
 				d := s.Distribution(m)
 				n := int(g.num(t, "n_"+m.String()))
 				require.Equal(t, n, d.Count, "%s count", m)
@@ -143,11 +90,10 @@ func TestSummarizeVLLMParity(t *testing.T) {
 				for _, pv := range g.pcts(t, "percentiles_"+m.String()+"_ms") {
 					got, ok := d.Percentile(pv[0])
 					require.True(t, ok, "%s p%v missing", m, pv[0])
-					assertNS(t, pv[1], got, m.String()+" p"+jsonFloat(pv[0]))
+					b, _ := json.Marshal(pv[0])
+					assertNS(t, pv[1], got, m.String()+" p"+string(b))
 				}
 			}
 		})
 	}
 }
-
-func jsonFloat(f float64) string { b, _ := json.Marshal(f); return string(b) }

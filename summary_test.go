@@ -189,7 +189,7 @@ func TestSummarizeGolden(t *testing.T) {
 				assert.Equal(t, 2, s.Failed)
 				assert.Equal(t, 1, s.Canceled)
 				assert.Equal(t, msDur(35), s.Duration) // max(End) − min(Start)
-				for _, m := range []Metric{MetricTTFT, MetricTPOT, MetricITL, MetricE2EL} {
+				for _, m := range []Latency{LatencyTTFT, LatencyTPOT, LatencyITL, LatencyE2EL} {
 					assert.Equal(t, Distribution{}, s.Distribution(m), m.String())
 				}
 				assert.Zero(t, s.RequestThroughput)
@@ -349,7 +349,7 @@ func TestSummarizeProperties(t *testing.T) {
 		rs := randomRunRecords(rng, 1+rng.IntN(300))
 		slo := SLO{TTFT: msDur(float64(rng.IntN(300))), TPOT: msDur(float64(rng.IntN(50))), ITL: msDur(float64(rng.IntN(200)))}
 		s := Summarize(rs, SummaryOptions{SLO: slo, Percentiles: []float64{0, 10, 50, 90, 99, 100}})
-		for _, m := range []Metric{MetricTTFT, MetricTPOT, MetricITL, MetricE2EL} {
+		for _, m := range []Latency{LatencyTTFT, LatencyTPOT, LatencyITL, LatencyE2EL} {
 			d := s.Distribution(m)
 			if d.Count == 0 {
 				continue
@@ -373,7 +373,7 @@ func TestSummarizeProperties(t *testing.T) {
 		assert.Equal(t, s.Requests, s.Completed+s.Failed+s.Canceled)
 		good := 0
 		for _, r := range rs {
-			good += countIf(slo.Met(r))
+			good += countIf(slo.Check(r).Met())
 		}
 		assert.Equal(t, good, s.Goodput.Good)
 	}
@@ -466,146 +466,6 @@ func assertFiniteFloats(t *testing.T, v reflect.Value, path string) {
 	}
 }
 
-func TestWeightedTPOT(t *testing.T) {
-	long := okRecord(0, 100, repeatMS(10, 1000), 1001) // TPOT 10 ms over 1,000 tokens
-	short := okRecord(0, 100, repeatMS(100, 10), 11)   // TPOT 100 ms over 10 tokens
-	one := okRecord(0, 100, nil, 1)                    // no TPOT
-	bad := long
-	bad.Outcome = OutcomeError
-
-	tests := []struct {
-		name          string
-		rs            []Record
-		wantReq, wTok time.Duration
-		ok            bool
-	}{
-		{"two-request example", []Record{long, short, one, bad}, msDur(55), 10891089, true},
-		{"none with TPOT", []Record{one, bad}, 0, 0, false},
-		{"empty", nil, 0, 0, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, ok := RequestWeightedTPOT(tt.rs)
-			assert.Equal(t, tt.ok, ok)
-			assert.Equal(t, tt.wantReq, r)
-			k, ok := TokenWeightedTPOT(tt.rs)
-			assert.Equal(t, tt.ok, ok)
-			assert.Equal(t, tt.wTok, k)
-		})
-	}
-
-	t.Run("equal N and decode time gives equal means", func(t *testing.T) {
-		rng := rand.New(rand.NewPCG(1, 2))
-		for range 20 {
-			n := 2 + rng.IntN(50)
-			decode := 1 + rng.IntN(5000)
-			var rs []Record
-			for i := range 1 + rng.IntN(20) {
-				r := okRecord(float64(i), rng.ExpFloat64()*100, nil, n)
-				r.LastToken = r.FirstToken.Add(msDur(float64(decode)))
-				rs = append(rs, r)
-			}
-			a, _ := RequestWeightedTPOT(rs)
-			b, _ := TokenWeightedTPOT(rs)
-			assert.Equal(t, a, b)
-		}
-	})
-}
-
-func TestWeightedMean(t *testing.T) {
-	nan := math.NaN()
-	tests := []struct {
-		name    string
-		v, w    []float64
-		want    float64
-		wantNaN bool
-	}{
-		{"plain mean", []float64{1, 2, 3}, []float64{1, 1, 1}, 2, false},
-		{"TPOT by tokens", []float64{10, 100}, []float64{1000, 10}, 11000.0 / 1010, false},
-		{"zero weight skipped", []float64{5, nan}, []float64{1, 0}, 0, true},
-		{"zero weight ignored", []float64{5, 1e9}, []float64{2, 0}, 5, false},
-		{"length mismatch", []float64{1}, []float64{1, 2}, 0, true},
-		{"empty", nil, nil, 0, true},
-		{"negative weight", []float64{1, 2}, []float64{1, -1}, 0, true},
-		{"all zero weights", []float64{1, 2}, []float64{0, 0}, 0, true},
-		{"inf weight", []float64{1, 2}, []float64{1, math.Inf(1)}, 0, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := WeightedMean(tt.v, tt.w)
-			if tt.wantNaN {
-				assert.True(t, math.IsNaN(got), "got %v", got)
-				return
-			}
-			assert.InDelta(t, tt.want, got, 1e-12)
-		})
-	}
-}
-
-// benchRecords builds n requests with totalGaps ITL gaps in all (request
-// lengths alternate around the mean), with jittered latencies.
-func benchRunRecords(n, totalGaps int) []Record {
-	rng := rand.New(rand.NewPCG(11, 12))
-	rs := make([]Record, n)
-	mean := totalGaps / n
-	for i := range rs {
-		g := mean
-		switch {
-		case i == n-1:
-			g = totalGaps
-		case i%2 == 0:
-			g = mean + mean/2
-		default:
-			g = mean - mean/2
-		}
-		g = min(g, totalGaps)
-		totalGaps -= g
-		start := recT0.Add(time.Duration(rng.Int64N(int64(600 * time.Second))))
-		first := start.Add(time.Duration(50e6 + rng.Int64N(400e6)))
-		itl := make([]time.Duration, g)
-		last := first
-		for j := range itl {
-			itl[j] = time.Duration(10e6 + rng.Int64N(30e6))
-			last = last.Add(itl[j])
-		}
-		rs[i] = Record{Start: start, FirstToken: first, LastToken: last, End: last.Add(time.Millisecond),
-			InputTokens: 500, OutputTokens: g + 1, Chunks: g + 1, ITL: itl}
-	}
-	return rs
-}
-
-// BenchmarkSummarize measures Summarize on 20,000 requests with 550,000 ITL
-// gaps against a baseline that only copies and slices.Sorts the same gaps.
-func BenchmarkSummarize(b *testing.B) {
-	rs := benchRunRecords(20_000, 550_000)
-	gaps := 0
-	for _, r := range rs {
-		gaps += len(r.ITL)
-	}
-	require.Equal(b, 550_000, gaps)
-	opts := SummaryOptions{SLO: SLOChat}
-
-	b.Run("Summarize", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			Summarize(rs, opts)
-		}
-	})
-	b.Run("baseline_slices.Sort_ITL", func(b *testing.B) {
-		b.ReportAllocs()
-		buf := make([]int64, 0, gaps)
-		for b.Loop() {
-			buf = buf[:0]
-			for i := range rs {
-				for _, g := range rs[i].ITL {
-					buf = append(buf, int64(g))
-				}
-			}
-			slices.Sort(buf)
-		}
-	})
-}
-
 // TestSummarizeAllocs checks that Summarize's allocations do not grow with
 // the number of requests (sample buffers are pooled).
 func TestSummarizeAllocs(t *testing.T) {
@@ -636,3 +496,5 @@ func fuzzInt64s(data *[]byte) func() int64 {
 		return v
 	}
 }
+
+func jsonFloat(f float64) string { b, _ := json.Marshal(f); return string(b) }

@@ -101,8 +101,9 @@ type instruments struct {
 }
 
 // NewTracker returns a Tracker configured by opts. Invalid options make it
-// fail with an error that starts with "llmmetrics: "; so does a
-// MeterProvider that refuses to create an instrument.
+// fail with an error wrapping ErrInvalidOption (ErrInvalidSLO for WithSLO);
+// a MeterProvider that refuses to create an instrument makes it fail with
+// an error wrapping the provider's.
 func NewTracker(opts ...Option) (*Tracker, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -200,7 +201,7 @@ type attrSet struct {
 type errKey struct {
 	outcome Outcome
 	slo     sloState
-	errType attribute.Value
+	errType string // "" for none
 }
 
 // endOpts are the options of the measurements taken at End.
@@ -227,15 +228,15 @@ func (as *attrSet) with(extra ...attribute.KeyValue) attribute.Set {
 	return attribute.NewSet(append(append(kvs, as.attrs...), extra...)...)
 }
 
-func (as *attrSet) newEndOpts(o Outcome, st sloState, errType attribute.Value) *endOpts {
+func (as *attrSet) newEndOpts(o Outcome, st sloState, errType string) *endOpts {
 	var common []attribute.KeyValue
 	common = append(common, OutcomeKey.String(o.String()))
 	if st != sloNone {
 		common = append(common, SLOMetKey.Bool(st == sloMet))
 	}
 	var e2el, req []attribute.KeyValue
-	if errType.Type() != attribute.INVALID {
-		et := semconv.ErrorTypeKey.String(errType.AsString())
+	if errType != "" {
+		et := semconv.ErrorTypeKey.String(errType)
 		e2el = append(e2el, et)
 		req = append(req, et)
 	}
@@ -249,13 +250,13 @@ func (as *attrSet) newEndOpts(o Outcome, st sloState, errType attribute.Value) *
 }
 
 // endOptsFor returns the prebuilt options for a request that ended with
-// outcome o and error err.
-func (as *attrSet) endOptsFor(o Outcome, st sloState, errType attribute.Value) *endOpts {
+// outcome o, SLO state st and error.type errType ("" for none).
+func (as *attrSet) endOptsFor(o Outcome, st sloState, errType string) *endOpts {
 	if o == OutcomeOK {
 		if e := as.ok[st].Load(); e != nil {
 			return e
 		}
-		e := as.newEndOpts(OutcomeOK, st, attribute.Value{})
+		e := as.newEndOpts(OutcomeOK, st, "")
 		if as.ok[st].CompareAndSwap(nil, e) {
 			return e
 		}
@@ -268,7 +269,7 @@ func (as *attrSet) endOptsFor(o Outcome, st sloState, errType attribute.Value) *
 		return e
 	}
 	if len(as.errs) >= maxErrorSets {
-		k.errType = semconv.ErrorTypeOther.Value
+		k.errType = semconv.ErrorTypeOther.Value.AsString()
 		if e, ok := as.errs[k]; ok {
 			return e
 		}
@@ -369,6 +370,9 @@ type Request struct {
 	hasUsage, ended bool
 	outcome         Outcome
 }
+
+// Context returns the context the request was started with.
+func (r *Request) Context() context.Context { return r.ctx }
 
 var (
 	errNegativeTokens = errors.New("llmmetrics: negative token count ignored")
@@ -521,19 +525,23 @@ func (r *Request) record() Record {
 	return rec
 }
 
-// errorType returns the error.type value of err (invalid for nil).
-func (t *Tracker) errorType(err error) attribute.Value {
-	switch {
-	case err == nil:
-		return attribute.Value{}
-	case t.cfg.errorTyper != nil:
-		return t.cfg.errorTyper(err).Value
-	case errors.Is(err, context.DeadlineExceeded):
-		return attribute.StringValue("timeout")
-	case errors.Is(err, context.Canceled):
-		return attribute.StringValue("canceled")
+// errorType returns the error.type value of err ("" for nil).
+func (t *Tracker) errorType(err error) string {
+	if err == nil {
+		return ""
 	}
-	return semconv.ErrorType(err).Value
+	if t.cfg.errorTyper != nil {
+		if v := t.cfg.errorTyper(err); v != "" {
+			return v
+		}
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return semconv.ErrorType(err).Value.AsString()
 }
 
 // finish records the measurements of an ended request.
@@ -541,7 +549,7 @@ func (t *Tracker) finish(ctx context.Context, set *attrSet, rec Record, err erro
 	st := sloNone
 	if t.cfg.hasSLO {
 		st = sloMissed
-		if t.cfg.slo.Met(rec) {
+		if t.cfg.slo.Check(rec).Met() {
 			st = sloMet
 		}
 	}

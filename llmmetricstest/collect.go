@@ -61,11 +61,11 @@ type Point struct {
 }
 
 // Attrs returns the point's attributes as a map from key to the value's
-// string form (attribute.Value.Emit).
+// string form (attribute.Value.String).
 func (p Point) Attrs() map[string]string {
 	m := make(map[string]string, p.Attributes.Len())
 	for _, kv := range p.Attributes.ToSlice() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -75,7 +75,7 @@ func (p Point) Attrs() map[string]string {
 func (p Point) matches(attrs []attribute.KeyValue) bool {
 	for _, kv := range attrs {
 		v, ok := p.Attributes.Value(kv.Key)
-		if !ok || v.Type() != kv.Value.Type() || v.Emit() != kv.Value.Emit() {
+		if !ok || v.Type() != kv.Value.Type() || v.String() != kv.Value.String() {
 			return false
 		}
 	}
@@ -168,7 +168,7 @@ func (m Metrics) SumBy(name string, key attribute.Key, attrs ...attribute.KeyVal
 	out := map[string]float64{}
 	for _, p := range m.Points(name, attrs...) {
 		if v, ok := p.Attributes.Value(key); ok {
-			out[v.Emit()] += p.Sum
+			out[v.String()] += p.Sum
 		}
 	}
 	return out
@@ -180,7 +180,7 @@ func (m Metrics) CountBy(name string, key attribute.Key, attrs ...attribute.KeyV
 	out := map[string]uint64{}
 	for _, p := range m.Points(name, attrs...) {
 		if v, ok := p.Attributes.Value(key); ok {
-			out[v.Emit()] += p.Count
+			out[v.String()] += p.Count
 		}
 	}
 	return out

@@ -63,7 +63,7 @@ func costAt(hourly float64, levels []llmmetrics.LoadLevel, sat llmmetrics.Satura
 		return nil
 	}
 	c := &Cost{HourlyCost: hourly, Load: l.Load, PerMillionOutputTokens: perM}
-	if good, err := llmmetrics.CostPerMillionGoodTokens(hourly, l.Summary); err == nil {
+	if good, err := llmmetrics.CostPerMillionTokens(hourly, l.Summary.Goodput.TokensPerSecond); err == nil {
 		c.PerMillionGoodTokens = &good
 	}
 	return c

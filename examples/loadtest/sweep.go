@@ -49,6 +49,10 @@ type config struct {
 func sweep(ctx context.Context, cfg config) ([]llmmetrics.LoadLevel, llmmetrics.Saturation, error) {
 	var levels []llmmetrics.LoadLevel
 	var sat llmmetrics.Saturation
+	// Invalid options fail before the first level runs, not after it.
+	if err := cfg.Saturation.Validate(); err != nil {
+		return nil, sat, err
+	}
 	for _, load := range cfg.Loads {
 		records, err := runLevel(ctx, cfg, load)
 		if err != nil {
@@ -56,7 +60,9 @@ func sweep(ctx context.Context, cfg config) ([]llmmetrics.LoadLevel, llmmetrics.
 		}
 		s := llmmetrics.Summarize(records, llmmetrics.SummaryOptions{SLO: cfg.SLO})
 		levels = append(levels, llmmetrics.LoadLevel{Load: load, Summary: s})
-		sat = llmmetrics.FindSaturation(levels, cfg.Saturation)
+		if sat, err = llmmetrics.FindSaturation(levels, cfg.Saturation); err != nil {
+			return levels, sat, err
+		}
 		progressDone(cfg, load, s)
 		if cfg.Auto && pastTheKnee(levels, sat) {
 			break

@@ -1,0 +1,181 @@
+package llmmetrics_test
+
+// The tests in this file read what a Tracker emitted through the project's
+// own llmmetricstest collector, so they live in the external test package
+// (llmmetricstest imports llmmetrics). Tests of the exact instrument output
+// (metricdatatest against the whole expected data) and of internals stay
+// in tracker_test.go.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
+	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/llmmetricstest"
+)
+
+var collectT0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// atMS is collectT0 plus ms milliseconds.
+func atMS(ms float64) time.Time { return collectT0.Add(time.Duration(ms * float64(time.Millisecond))) }
+
+// newCollectedTracker returns a Tracker on a fresh SDK provider and the
+// collector that reads it.
+func newCollectedTracker(t *testing.T, opts ...llmmetrics.Option) (*llmmetrics.Tracker, *llmmetricstest.Collector) {
+	t.Helper()
+	mp, c := llmmetricstest.NewMeterProvider()
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	tr, err := llmmetrics.NewTracker(append([]llmmetrics.Option{llmmetrics.WithMeterProvider(mp)}, opts...)...)
+	require.NoError(t, err)
+	return tr, c
+}
+
+func TestNothingRecordedAfterEnd(t *testing.T) {
+	t.Run("End is idempotent", func(t *testing.T) {
+		tr, c := newCollectedTracker(t)
+		r := tr.StartAt(context.Background(), atMS(0))
+		r.ChunkAt(atMS(10), 1)
+		first := r.EndAt(atMS(20), nil)
+		second := r.EndAt(atMS(99), errors.New("late"))
+		assert.Equal(t, first, second)
+		m := c.Collect(t)
+		assert.Equal(t, 1.0, m.Value(llmmetrics.MetricRequests))
+		assert.Equal(t, map[string]float64{"ok": 1}, m.SumBy(llmmetrics.MetricRequests, llmmetrics.OutcomeKey))
+	})
+	t.Run("calls after End are ignored", func(t *testing.T) {
+		tr, c := newCollectedTracker(t)
+		r := tr.StartAt(context.Background(), atMS(0))
+		r.ChunkAt(atMS(10), 1)
+		r.EndAt(atMS(20), nil)
+		r.ChunkAt(atMS(30), 5)
+		r.SetUsage(100, 100)
+		r.SetInputTokens(7)
+		rec := r.EndAt(atMS(40), nil)
+		assert.Equal(t, 1, rec.OutputTokens)
+		assert.Equal(t, 0, rec.InputTokens)
+		assert.Equal(t, atMS(20), rec.End)
+		m := c.Collect(t)
+		assert.Equal(t, 1.0, m.Value(llmmetrics.MetricTokens), "the one output token")
+		assert.Equal(t, uint64(1), m.Count("gen_ai.server.time_to_first_token"))
+		assert.Zero(t, m.Count(llmmetrics.MetricServerITL), "the chunk after End made no gap")
+	})
+}
+
+func TestPerRequestAttributesMeasured(t *testing.T) {
+	// A cache of one set: "b" and "c" evict each other's sets, and every
+	// request is measured under its own attributes all the same.
+	tr, c := newCollectedTracker(t, llmmetrics.WithAttributeCacheSize(1), llmmetrics.WithAttributes(semconv.GenAIRequestModel("m1")))
+	for i, model := range []string{"a", "b", "a", "c"} {
+		r := tr.StartAt(context.Background(), atMS(0), semconv.GenAIResponseModel(model))
+		r.ChunkAt(atMS(float64(10*(i+1))), 1)
+		r.EndAt(atMS(100), nil)
+	}
+	m := c.Collect(t)
+	assert.Equal(t, map[string]float64{"a": 2, "b": 1, "c": 1}, m.SumBy(llmmetrics.MetricRequests, semconv.GenAIResponseModelKey))
+	assert.Equal(t, 4.0, m.Value(llmmetrics.MetricRequests, semconv.GenAIRequestModel("m1")), "the Tracker's attributes stay")
+}
+
+func TestErrorTypeBounded(t *testing.T) {
+	tr, c := newCollectedTracker(t, llmmetrics.WithErrorType(func(err error) string { return err.Error() }))
+	const n = 100
+	for i := range n {
+		r := tr.StartAt(context.Background(), atMS(0))
+		r.EndAt(atMS(1), fmt.Errorf("e%d", i))
+	}
+	byType := c.Collect(t).SumBy(llmmetrics.MetricRequests, semconv.ErrorTypeKey)
+	other := byType["_OTHER"]
+	assert.Positive(t, other, "distinct error types beyond the bound fold into _OTHER")
+	assert.Less(t, len(byType), n/2, "the number of series is bounded")
+	total := 0.0
+	for typ, v := range byType {
+		total += v
+		if typ != "_OTHER" {
+			assert.Equal(t, 1.0, v, "%s: one request each", typ)
+		}
+	}
+	assert.Equal(t, float64(n), total, "every request is counted")
+}
+
+func TestWithErrorTypeFallsBack(t *testing.T) {
+	errQuota := errors.New("quota exceeded")
+	tr, c := newCollectedTracker(t, llmmetrics.WithErrorType(func(err error) string {
+		if errors.Is(err, errQuota) {
+			return "quota"
+		}
+		return "" // the default
+	}))
+	for _, err := range []error{fmt.Errorf("call: %w", errQuota), context.Canceled, errors.New("reset")} {
+		tr.StartAt(context.Background(), atMS(0)).EndAt(atMS(1), err)
+	}
+	byType := c.Collect(t).SumBy(llmmetrics.MetricRequests, semconv.ErrorTypeKey)
+	assert.Equal(t, map[string]float64{"quota": 1, "canceled": 1, "*errors.errorString": 1}, byType)
+}
+
+// TestConcurrentChunkEnd races Chunk against End on many requests and
+// checks that the emitted totals equal what the returned Records say:
+// nothing lost, nothing counted twice.
+func TestConcurrentChunkEnd(t *testing.T) {
+	tr, c := newCollectedTracker(t)
+	const workers, perWorker, chunks = 8, 100, 50
+	var (
+		mu      sync.Mutex
+		records []llmmetrics.Record
+		wg      sync.WaitGroup
+	)
+	for range workers {
+		wg.Go(func() {
+			for range perWorker {
+				r := tr.Start(context.Background())
+				r.Chunk(1) // two chunks before the race: every request has a gap
+				r.Chunk(1)
+				var inner sync.WaitGroup
+				inner.Go(func() {
+					for range chunks {
+						r.Chunk(2)
+					}
+				})
+				inner.Go(func() { r.SetUsage(3, 0) })
+				var rec llmmetrics.Record
+				inner.Go(func() { rec = r.End(context.Canceled) }) // a cancel watcher
+				inner.Wait()
+				again := r.End(nil)
+				mu.Lock()
+				records = append(records, rec)
+				mu.Unlock()
+				if !assert.Equal(t, rec, again) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, records, workers*perWorker)
+
+	var ttfts, gaps, tokens uint64
+	for _, rec := range records {
+		assert.Equal(t, llmmetrics.OutcomeCanceled, rec.Outcome)
+		if rec.HasToken() {
+			ttfts++
+		}
+		gaps += uint64(len(rec.ITL))
+		tokens += uint64(rec.OutputTokens + rec.InputTokens)
+		assert.Equal(t, max(rec.Chunks-1, 0), len(rec.ITL))
+	}
+	m := c.Collect(t)
+	assert.Equal(t, float64(workers*perWorker), m.Value(llmmetrics.MetricRequests))
+	assert.Equal(t, uint64(workers*perWorker), m.Count("gen_ai.server.request.duration"))
+	assert.Equal(t, ttfts, m.Count("gen_ai.server.time_to_first_token"))
+	assert.GreaterOrEqual(t, gaps, uint64(workers*perWorker))
+	assert.Equal(t, gaps, m.Count(llmmetrics.MetricServerITL))
+	assert.Equal(t, float64(tokens), m.Value(llmmetrics.MetricTokens))
+	assert.Zero(t, m.Value(llmmetrics.MetricActive))
+	assert.Equal(t, map[string]float64{"canceled": workers * perWorker}, m.SumBy(llmmetrics.MetricRequests, llmmetrics.OutcomeKey))
+}
