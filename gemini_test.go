@@ -284,3 +284,38 @@ func TestGeminiArrayTooLargeReleases(t *testing.T) {
 	d.Flush(emit)
 	assert.Len(t, frames, 1)
 }
+
+// A content event allocates nothing once the decoder's buffers have grown,
+// whole or split across reads, in both framings.
+func TestGeminiDecodeContentEventAllocs(t *testing.T) {
+	const payload = `{"candidates": [{"content": {"parts": [{"text": "Sunlight is scattered by the gas molecules of the air, and blue light"}],"role": "model"},"index": 0}],"usageMetadata": {"promptTokenCount": 9,"candidatesTokenCount": 14,"totalTokenCount": 328,"promptTokensDetails": [{"modality": "TEXT","tokenCount": 9}],"thoughtsTokenCount": 305},"modelVersion": "gemini-2.5-flash","responseId": "Vx3ZaPqLKb2m7tMPw5rS8Qk"}`
+	thought := strings.Replace(payload, `"text": "Sunlight`, `"thought": true,"text": "Sunlight`, 1)
+	tests := []struct {
+		name   string
+		dec    Decoder
+		warmup string
+		event  string
+	}{
+		{"sse answer", NewGeminiDecoder(), "", gchunk(payload)},
+		{"sse thought", NewGeminiDecoder(), "", gchunk(thought)},
+		{"array element", NewGeminiArrayDecoder(), "[", payload + "\n,\r\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev := []byte(tt.event)
+			tokens := 0
+			emit := func(f Frame) { tokens += f.Tokens }
+			half := len(ev) / 2
+			tt.dec.Decode([]byte(tt.warmup), emit)
+			tt.dec.Decode(ev[:half], emit) // grow the buffers
+			tt.dec.Decode(ev[half:], emit)
+			assert.Zero(t, testing.AllocsPerRun(100, func() { tt.dec.Decode(ev, emit) }), "whole")
+			assert.Zero(t, testing.AllocsPerRun(100, func() {
+				tt.dec.Decode(ev[:half], emit)
+				tt.dec.Decode(ev[half:], emit)
+			}), "split")
+			require.Equal(t, 1+2*101, tokens, "every event carried its token (AllocsPerRun runs 1 + 100 times)")
+			require.NoError(t, tt.dec.Err())
+		})
+	}
+}
