@@ -213,8 +213,10 @@ func TestNDJSONLineTooLarge(t *testing.T) {
 // countingLines counts a line's bytes and its releases.
 type countingLines struct{ released *int }
 
-func (c *countingLines) interpret(_, line []byte) (Frame, error) { return Frame{Tokens: len(line)}, nil }
-func (c *countingLines) release()                                { *c.released++ }
+func (c *countingLines) interpret(_, line []byte) (Frame, error) {
+	return Frame{Tokens: len(line)}, nil
+}
+func (c *countingLines) release() { *c.released++ }
 
 // A content line allocates nothing once the decoder's buffer has grown,
 // whole or split across reads.
