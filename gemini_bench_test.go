@@ -117,9 +117,6 @@ func BenchmarkGeminiDecode(b *testing.B) {
 	payloads := geminiPayloads(1000)
 	sse, array := geminiSSE(payloads), geminiArrayBody(payloads)
 	b.Run("sse/decoder", benchDecode(sse, func() Decoder { return NewGeminiDecoder() }))
-	// Without the scan cache: Gemini's cumulative usageMetadata changes on
-	// most chunks, so the cache answers few of them.
-	b.Run("sse/decoder-nocache", benchDecode(sse, func() Decoder { return newGeminiTestDecoder(false, false) }))
 	b.Run("sse/bufio.Scanner", benchScanLines(sse))
 	b.Run("array/decoder", benchDecode(array, func() Decoder { return NewGeminiArrayDecoder() }))
 	b.Run("array/bufio.Scanner", benchScanLines(array))

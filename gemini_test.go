@@ -319,3 +319,29 @@ func TestGeminiDecodeContentEventAllocs(t *testing.T) {
 		})
 	}
 }
+
+// The scan cache answers the chunks that differ from the previous one only
+// in their text: on Gemini 2.0 and Vertex AI streams, whose early chunks
+// repeat the same usageMetadata, but not on Gemini 2.5 streams, whose
+// cumulative counts change on every chunk. Either way it changes no frame
+// (FuzzGeminiDecoder).
+func TestGeminiScanCache(t *testing.T) {
+	tests := []struct {
+		file string
+		hits int
+	}{
+		{"stream_basic.sse", 1},  // chunk 1 repeats chunk 0 but for its text
+		{"stream_vertex.sse", 2}, // chunks 1 and 2
+		{"stream_thinking.sse", 0},
+		{"stream_error.sse", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			data := readTestdata(t, "gemini", tt.file)
+			hits := 0
+			got := decodeFull(newGeminiTestDecoder(true, false, &hits), data)
+			assert.Equal(t, tt.hits, hits)
+			assert.Equal(t, decodeFull(newGeminiTestDecoder(false, false, nil), data), got)
+		})
+	}
+}

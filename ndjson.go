@@ -173,7 +173,8 @@ func NewOllamaDecoder(opts ...DecoderOption) Decoder {
 
 // ollamaInterp walks every line in full, without a jsonscan.Cache: each
 // line starts with a new created_at timestamp, so the cache would never
-// answer one (the bytes before the text always differ).
+// answer one (the bytes before the text always differ;
+// TestOllamaScanCacheWouldNotHit).
 type ollamaInterp struct {
 	j jsonscan.Scanner
 	f ollamaFacts

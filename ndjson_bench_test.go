@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
-
-	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 )
 
 // ollamaStream returns a realistic Ollama /api/chat stream of n lines
@@ -25,32 +23,12 @@ func ollamaStream(n int) []byte {
 	return b.Bytes()
 }
 
-// ollamaCacheInterp is the Ollama interpreter with a jsonscan.Cache: the
-// baseline that shows why NewOllamaDecoder has none.
-type ollamaCacheInterp struct {
-	j     jsonscan.Scanner
-	cache jsonscan.Cache[ollamaFacts]
-}
-
-func (o *ollamaCacheInterp) interpret(_, line []byte) (Frame, error) {
-	f, _ := o.cache.Walk(&o.j, line, walkOllama)
-	if f == nil {
-		return Frame{}, ErrMalformedFrame
-	}
-	return f.frame(line), nil
-}
-
-func (o *ollamaCacheInterp) release() { o.cache.Reset() }
-
 // BenchmarkOllamaDecode feeds a 1,000-line Ollama chat stream in 4 KiB
 // pieces to the decoder, next to bufio.Scanner splitting the same bytes
 // into lines.
 func BenchmarkOllamaDecode(b *testing.B) {
 	stream := ollamaStream(1000)
 	b.Run("decoder", benchDecode(stream, func() Decoder { return NewOllamaDecoder() }))
-	// With a scan cache: every line has a new created_at before its text, so
-	// the cache never answers and only adds its copies.
-	b.Run("decoder-cache", benchDecode(stream, func() Decoder { return newNDJSON("ollama", &ollamaCacheInterp{}, nil) }))
 	b.Run("bufio.Scanner", benchScanLines(stream))
 }
 

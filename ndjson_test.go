@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -244,4 +245,42 @@ func TestOllamaDecodeContentLineAllocs(t *testing.T) {
 			require.NoError(t, d.Err())
 		})
 	}
+}
+
+// ollamaCacheInterp is the Ollama interpreter with a jsonscan.Cache, to
+// show why NewOllamaDecoder has none.
+type ollamaCacheInterp struct {
+	j     jsonscan.Scanner
+	cache jsonscan.Cache[ollamaFacts]
+	hits  int
+}
+
+func (o *ollamaCacheInterp) interpret(_, line []byte) (Frame, error) {
+	f, hit := o.cache.Walk(&o.j, line, walkOllama)
+	if hit {
+		o.hits++
+	}
+	if f == nil {
+		return Frame{}, ErrMalformedFrame
+	}
+	return f.frame(line), nil
+}
+
+func (o *ollamaCacheInterp) release() {}
+
+// A scan cache would answer no line of an Ollama stream: each starts with
+// its own created_at, before the text.
+func TestOllamaScanCacheWouldNotHit(t *testing.T) {
+	for _, name := range []string{"ollama_chat_thinking.ndjson", "ollama_generate_thinking.ndjson", "ollama_chat_error.ndjson"} {
+		t.Run(name, func(t *testing.T) {
+			in := &ollamaCacheInterp{}
+			data := readTestdata(t, "ndjson", name)
+			got := decodeFull(newNDJSON("ollama", in, nil), data)
+			assert.Zero(t, in.hits)
+			assert.Equal(t, decodeFull(NewOllamaDecoder(), data), got)
+		})
+	}
+	in := &ollamaCacheInterp{}
+	decodeFull(newNDJSON("ollama", in, nil), ollamaStream(1000))
+	assert.Zero(t, in.hits, "the benchmark stream")
 }
