@@ -16,8 +16,9 @@ import (
 // (SSE events, lines, Reads) in the bytes of a response body and say how many
 // output tokens each frame carries without allocating on the hot path: the
 // Decoder interface, Frame, the options and errors they share, and the text
-// decoder. The SSE framing is in sse.go, the protocols in openai.go and
-// anthropic.go, the JSON scanner in internal/jsonscan.
+// decoder. The SSE framing is in sse.go, the NDJSON framing in ndjson.go, the
+// protocols in openai.go, anthropic.go, gemini.go (with its JSON-array
+// framing) and ndjson.go (Ollama), the JSON scanner in internal/jsonscan.
 
 // DefaultMaxFrameBytes is the default limit on the size of one frame (1 MiB);
 // see WithMaxFrameBytes.
@@ -151,7 +152,8 @@ func (e *StreamError) Error() string {
 }
 
 // DecoderOption configures a Decoder built by NewOpenAIDecoder,
-// NewAnthropicDecoder or NewSSEDecoder.
+// NewAnthropicDecoder, NewGeminiDecoder, NewGeminiArrayDecoder,
+// NewOllamaDecoder, NewSSEDecoder or NewNDJSONDecoder.
 type DecoderOption interface {
 	applyDecoder(*decoderConfig)
 }
@@ -174,8 +176,9 @@ func newDecoderConfig(opts []DecoderOption) decoderConfig {
 	return c
 }
 
-// WithMaxFrameBytes sets the largest frame, in bytes, that an SSE decoder
-// buffers: the bytes of one event's data lines plus the line being read
+// WithMaxFrameBytes sets the largest frame, in bytes, that a decoder
+// buffers: for SSE, the bytes of one event's data lines plus the line being
+// read; for NDJSON, one line; for a JSON array, one element
 // (DefaultMaxFrameBytes, 1 MiB, when not given; n ≤ 0 also means the
 // default). A larger frame is the stream's ErrFrameTooLarge (see
 // Decoder.Err) and stops decoding of that stream, so a decoder never holds

@@ -8,7 +8,7 @@ import (
 
 // This file holds the framing of server-sent events: it finds the events in
 // the bytes of a stream and hands each to an interpreter (openai.go,
-// anthropic.go, or the caller's, through NewSSEDecoder).
+// anthropic.go, gemini.go, or the caller's, through NewSSEDecoder).
 
 var utf8BOM = [3]byte{0xEF, 0xBB, 0xBF}
 
@@ -20,6 +20,7 @@ var utf8BOM = [3]byte{0xEF, 0xBB, 0xBF}
 // that lacks its blank line.
 type sseDecoder struct {
 	in       interpreter
+	bare     bareLineInterpreter // in, when it reads bare JSON lines (Gemini); else nil
 	max      int
 	name     string // for error messages: "openai", "anthropic", "sse"
 	problems        // Decoder.Err
@@ -42,6 +43,22 @@ type interpreter interface {
 	// release is called when decoding stops early (a frame too large): it
 	// drops what the interpreter holds, so a stopped decoder holds nothing.
 	release()
+}
+
+// bareLineInterpreter is implemented by an interpreter whose protocol puts
+// JSON objects on lines outside the SSE grammar. Gemini does: after HTTP 200
+// it reports a mid-stream error as a bare line {"error": {...}} with no
+// "data:" field (googleapis/go-genai api_client.go iterateResponseStream,
+// which parses every non-"data" line as such an error). The SSE grammar reads
+// that line as a field named `{"error"` and ignores it, so the SSE framing
+// hands a line that starts with '{' to such an interpreter instead. The line
+// is reported at once, as its own frame (an error of the interpreter is a
+// malformed frame), and does not touch the event being built. For every
+// other interpreter, the framing follows the SSE grammar unchanged.
+type bareLineInterpreter interface {
+	// interpretBareLine interprets line (without its terminator), which
+	// starts with '{'; line is valid only during the call.
+	interpretBareLine(line []byte) (Frame, error)
 }
 
 // interpretFunc is a caller's interpret function as an interpreter.
@@ -84,7 +101,8 @@ func NewSSEDecoder(interpret func(event, data []byte) (Frame, error), opts ...De
 
 func newSSE(name string, in interpreter, opts []DecoderOption) *sseDecoder {
 	c := newDecoderConfig(opts)
-	return &sseDecoder{in: in, max: c.maxFrame, name: name}
+	bare, _ := in.(bareLineInterpreter)
+	return &sseDecoder{in: in, bare: bare, max: c.maxFrame, name: name}
 }
 
 // malformed reports the error an interpreter returned for an event.
@@ -234,6 +252,14 @@ func (d *sseDecoder) processLine(line []byte, emit func(Frame)) {
 	}
 	if line[0] == ':' {
 		return // comment or keep-alive
+	}
+	if d.bare != nil && line[0] == '{' {
+		f, err := d.bare.interpretBareLine(line)
+		if err != nil {
+			d.malformed(err)
+		}
+		emit(f)
+		return
 	}
 	field, value := line, line[len(line):]
 	if c := bytes.IndexByte(line, ':'); c >= 0 {
