@@ -1,0 +1,763 @@
+// Package jsonstream is an incremental JSON scanner that captures a few
+// members of one JSON value as its bytes go by, in pieces of any size, with
+// bounded memory and without allocating after construction.
+//
+// It exists for the HTTP integration of llmmetrics: the usage object of a
+// non-streaming LLM answer is read on the side while the caller reads the
+// body, and the "model" and "stream_options" members of a request body are
+// found without parsing the whole body into values. A Schema names the
+// members to capture: top-level members ("usage") and members of top-level
+// objects ("usage.prompt_tokens"). Everything else is only validated.
+//
+// The scanner accepts exactly the JSON grammar of RFC 8259 (the same texts as
+// encoding/json, with its nesting limit of 10000), reports the first syntax
+// error, and gives the same result however the input is cut into pieces.
+package jsonstream
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// MaxDepth is the deepest nesting the scanner accepts (encoding/json's limit).
+const MaxDepth = 10000
+
+// maxKey is the longest member name that can match a schema name; longer
+// names are compared only by length and never match.
+const maxKey = 64
+
+// ErrSyntax is wrapped by the error a Scanner reports for input that is not JSON.
+var ErrSyntax = errors.New("jsonstream: syntax error")
+
+// Kind is the kind of a JSON value.
+type Kind uint8
+
+// The kinds of JSON values; KindNone means the member was not seen.
+const (
+	KindNone Kind = iota
+	KindObject
+	KindArray
+	KindString
+	KindNumber
+	KindTrue
+	KindFalse
+	KindNull
+)
+
+// Field describes one member to capture.
+type Field struct {
+	// Path is "name" for a member of the top-level object, or "parent.name"
+	// for a member of the object that is the value of top-level member
+	// parent (which must be listed before it). Names may not contain '.'.
+	Path string
+	// MaxString is how many bytes of a string value are kept in Value.Str
+	// (decoded); 0 keeps none (the kind and offsets are still recorded).
+	MaxString int
+}
+
+// Schema is an immutable set of fields; build it once with NewSchema and
+// share it between scanners.
+type Schema struct {
+	fields   []Field
+	top      []named   // top-level members
+	children [][]named // by field index: members of that field's object
+	kids     [][]int   // by field index: the indexes of its children
+	strTotal int
+}
+
+type named struct {
+	name string
+	idx  int
+}
+
+// NewSchema builds a Schema from fields; Values of a Scanner are indexed
+// like fields. It panics on a malformed path (a programming error: schemas
+// are built at package initialization).
+func NewSchema(fields ...Field) *Schema {
+	s := &Schema{fields: fields, children: make([][]named, len(fields)), kids: make([][]int, len(fields))}
+	for i, f := range fields {
+		parent, name, nested := strings.Cut(f.Path, ".")
+		if name == "" && nested || parent == "" || strings.Contains(name, ".") || len(parent) > maxKey || len(name) > maxKey || f.MaxString < 0 {
+			panic(fmt.Sprintf("jsonstream: invalid field path %q", f.Path))
+		}
+		if !nested {
+			s.top = append(s.top, named{parent, i})
+		} else {
+			p := -1
+			for _, t := range s.top {
+				if t.name == parent {
+					p = t.idx
+				}
+			}
+			if p < 0 {
+				panic(fmt.Sprintf("jsonstream: field %q is listed before its parent", f.Path))
+			}
+			s.children[p] = append(s.children[p], named{name, i})
+			s.kids[p] = append(s.kids[p], i)
+		}
+		s.strTotal += f.MaxString
+	}
+	return s
+}
+
+// Value is what a Scanner captured of one field. Where a member appears
+// more than once, the last one counts (as encoding/json does into a map); a
+// top-level member that appears again also clears its children.
+type Value struct {
+	Kind Kind
+	// Start and End are the offsets in the whole input of the value's first
+	// byte and one past its last byte; End is 0 until the value is Complete.
+	Start, End int64
+	Complete   bool
+	// Empty reports an object or array with no members.
+	Empty bool
+	// Int is the value of a number that is a non-negative integer literal
+	// (no sign, fraction or exponent) fitting an int; IntOK reports it.
+	Int   int
+	IntOK bool
+	// Str holds the decoded string, up to the field's MaxString bytes;
+	// Truncated reports that the string was longer. Invalid escapes of
+	// surrogates decode to U+FFFD as in encoding/json; other bytes are kept
+	// as they are.
+	Str       []byte
+	Truncated bool
+}
+
+// reset clears v, keeping the storage of Str.
+func (v *Value) reset() {
+	*v = Value{Str: v.Str[:0]}
+}
+
+type state uint8
+
+const (
+	stValue    state = iota // expecting a value
+	stArrFirst              // after '[': a value or ']'
+	stObjFirst              // after '{': a member name or '}'
+	stObjKey                // after ',' in an object: a member name
+	stColon                 // after a member name: ':'
+	stAfter                 // after a value: ',' or a close
+	stStr                   // in a string
+	stEsc                   // after a backslash in a string
+	stHex                   // in the 4 hex digits of \u
+	stNumMinus              // after '-'
+	stNumZero               // after a leading 0
+	stNumInt                // in the integer digits
+	stNumDot                // after '.'
+	stNumFrac               // in the fraction digits
+	stNumE                  // after 'e' or 'E'
+	stNumESign              // after the exponent's sign
+	stNumExp                // in the exponent digits
+	stLit                   // in true, false or null
+	stDone                  // the top-level value is complete
+	stErr                   // a syntax error was found
+)
+
+// Scanner scans one JSON value fed in pieces. Get one from NewScanner; it
+// is not safe for concurrent use.
+type Scanner struct {
+	schema *Schema
+	// Values holds one Value per field of the schema, in its order.
+	Values []Value
+	// Root describes the top-level value (Kind, Start, End, Complete, Empty).
+	Root Value
+
+	state state
+	off   int64 // offset of the next byte to scan
+	err   error
+
+	depth   int
+	stack   [4]uint64 // container kinds (1 = object) of depths 1..256
+	deep    []uint64  // and of the deeper ones, grown on demand
+	fieldAt [4]int    // field of the open container at depth 1..3 (-1: none)
+
+	pending int  // field of the value that comes next (-1: none)
+	cur     int  // field of the scalar being scanned (-1: none)
+	inKey   bool // the string being scanned is a member name
+
+	key     [maxKey]byte
+	keyLen  int
+	keyLong bool // the member name is longer than maxKey
+	capKey  bool // the member name may match the schema (depth ≤ 2)
+
+	hex  rune // the \u value being read
+	hexN int  // hex digits read
+	high rune // a high surrogate waiting for its pair (0: none)
+
+	lit  string // the literal being matched
+	litN int    // bytes of lit matched
+
+	num     int // the integer being read (when cur captures it)
+	numOver bool
+}
+
+// NewScanner returns a Scanner for one JSON value that captures the fields
+// of schema. All its memory is allocated here, except the nesting stack
+// beyond 256 levels.
+func NewScanner(schema *Schema) *Scanner {
+	s := &Scanner{schema: schema, Values: make([]Value, len(schema.fields))}
+	buf := make([]byte, schema.strTotal)
+	for i, f := range schema.fields {
+		s.Values[i].Str = buf[:0:f.MaxString]
+		buf = buf[f.MaxString:]
+	}
+	s.Reset()
+	return s
+}
+
+// Reset makes s ready for a new value, keeping its memory.
+func (s *Scanner) Reset() {
+	for i := range s.Values {
+		s.Values[i].reset()
+	}
+	s.Root = Value{}
+	s.state, s.off, s.err, s.depth = stValue, 0, nil, 0
+	s.fieldAt = [4]int{-1, -1, -1, -1}
+	s.pending, s.cur, s.inKey, s.high = -1, -1, false, 0
+	s.deep = s.deep[:0]
+}
+
+// Done reports that the top-level value is complete.
+func (s *Scanner) Done() bool { return s.state == stDone }
+
+// Err returns the syntax error found, or nil.
+func (s *Scanner) Err() error { return s.err }
+
+// Offset returns how many bytes have been scanned.
+func (s *Scanner) Offset() int64 { return s.off }
+
+// Feed scans p, the next bytes of the input, and returns how many of them
+// belong to the value: len(p) while the value goes on. Once the value is
+// complete (Done), the bytes after it are not scanned (a top-level number
+// completes at the byte after it, which is not counted) and later calls
+// return 0. After a syntax error (Err), Feed returns the index of the bad
+// byte and later calls return 0.
+func (s *Scanner) Feed(p []byte) int {
+	if s.state >= stDone {
+		return 0
+	}
+	base := s.off
+	i := 0
+	for i < len(p) {
+		c := p[i]
+		at := base + int64(i)
+		switch s.state {
+		case stStr:
+			i = s.str(p, i, base)
+		case stValue, stArrFirst:
+			switch {
+			case isSpace(c):
+			case c == ']' && s.state == stArrFirst:
+				s.close(false, true, at)
+			default:
+				if !s.value(c, at) {
+					s.fail(at, "invalid character %q looking for a value", c)
+					return i
+				}
+			}
+			i++
+		case stObjFirst, stObjKey:
+			switch {
+			case isSpace(c):
+			case c == '"':
+				s.startKey()
+			case c == '}' && s.state == stObjFirst:
+				s.close(true, true, at)
+			default:
+				s.fail(at, "invalid character %q looking for a member name", c)
+				return i
+			}
+			i++
+		case stColon:
+			switch {
+			case isSpace(c):
+			case c == ':':
+				s.state = stValue
+			default:
+				s.fail(at, "invalid character %q after a member name", c)
+				return i
+			}
+			i++
+		case stAfter:
+			obj := s.isObj()
+			switch {
+			case isSpace(c):
+			case c == ',' && obj:
+				s.state = stObjKey
+			case c == ',':
+				s.pending, s.state = -1, stValue
+			case obj && c == '}' || !obj && c == ']':
+				s.close(obj, false, at)
+			default:
+				s.fail(at, "invalid character %q after a value", c)
+				return i
+			}
+			i++
+		case stEsc:
+			if !s.escape(c) {
+				s.fail(at, "invalid escape %q in a string", c)
+				return i
+			}
+			i++
+		case stHex:
+			d := unhex(c)
+			if d < 0 {
+				s.fail(at, "invalid character %q in a \\u escape", c)
+				return i
+			}
+			s.hex = s.hex<<4 | d
+			if s.hexN++; s.hexN == 4 {
+				s.putEscaped(s.hex)
+				s.state = stStr
+			}
+			i++
+		case stLit:
+			if c != s.lit[s.litN] {
+				s.fail(at, "invalid character %q in literal %s", c, s.lit)
+				return i
+			}
+			i++
+			if s.litN++; s.litN == len(s.lit) {
+				s.endScalar(at + 1)
+			}
+		default: // in a number
+			if s.num1(c) {
+				i++
+				continue
+			}
+			// c ends the number and is scanned again after it.
+			if s.state == stNumMinus || s.state == stNumDot || s.state == stNumE || s.state == stNumESign {
+				s.fail(at, "invalid character %q in a number", c)
+				return i
+			}
+			s.endScalar(at)
+		}
+		switch s.state {
+		case stDone:
+			s.off = base + int64(i)
+			return i
+		case stErr:
+			return int(s.off - base)
+		}
+	}
+	s.off = base + int64(len(p))
+	return len(p)
+}
+
+// fail records a syntax error at offset at.
+func (s *Scanner) fail(at int64, format string, args ...any) {
+	s.err = fmt.Errorf("%w at offset %d: "+format, append([]any{ErrSyntax, at}, args...)...)
+	s.state = stErr
+	s.off = at
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func unhex(c byte) rune {
+	switch {
+	case '0' <= c && c <= '9':
+		return rune(c - '0')
+	case 'a' <= c && c <= 'f':
+		return rune(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return rune(c - 'A' + 10)
+	}
+	return -1
+}
+
+// field returns the Value of field i, or nil for -1.
+func (s *Scanner) field(i int) *Value {
+	if i < 0 {
+		return nil
+	}
+	return &s.Values[i]
+}
+
+// begin starts a value of kind k at offset at for the pending field (which
+// it consumes) and returns the Value it fills, or nil.
+func (s *Scanner) begin(k Kind, at int64) *Value {
+	if s.depth == 0 {
+		s.Root = Value{Kind: k, Start: at}
+	}
+	f := s.pending
+	s.pending = -1
+	if f < 0 {
+		return nil
+	}
+	v := &s.Values[f]
+	v.reset()
+	for _, kid := range s.schema.kids[f] {
+		s.Values[kid].reset()
+	}
+	v.Kind, v.Start = k, at
+	return v
+}
+
+// value starts the value whose first byte, at offset at, is c; false when
+// no value starts with c.
+func (s *Scanner) value(c byte, at int64) bool {
+	switch {
+	case c == '{' || c == '[':
+		if s.depth >= MaxDepth {
+			s.fail(at, "exceeded max depth %d", MaxDepth)
+			return true
+		}
+		obj := c == '{'
+		k := KindArray
+		if obj {
+			k = KindObject
+		}
+		f := s.pending
+		s.begin(k, at)
+		s.push(obj)
+		if s.depth < len(s.fieldAt) {
+			s.fieldAt[s.depth] = f
+		}
+		if obj {
+			s.state = stObjFirst
+		} else {
+			s.state = stArrFirst
+		}
+	case c == '"':
+		s.cur = s.pending
+		s.begin(KindString, at)
+		s.inKey, s.state = false, stStr
+	case c == '-' || '0' <= c && c <= '9':
+		s.cur = s.pending
+		if v := s.begin(KindNumber, at); v != nil {
+			v.IntOK = c != '-'
+		}
+		s.num, s.numOver = 0, false
+		switch c {
+		case '-':
+			s.state = stNumMinus
+		case '0':
+			s.state = stNumZero
+		default:
+			s.num, s.state = int(c-'0'), stNumInt
+		}
+	case c == 't' || c == 'f' || c == 'n':
+		s.cur = s.pending
+		k, lit := KindTrue, "true"
+		if c == 'f' {
+			k, lit = KindFalse, "false"
+		} else if c == 'n' {
+			k, lit = KindNull, "null"
+		}
+		s.begin(k, at)
+		s.lit, s.litN, s.state = lit, 1, stLit
+	default:
+		return false
+	}
+	return true
+}
+
+// endScalar completes the string, number or literal being scanned; end is
+// the offset one past its last byte.
+func (s *Scanner) endScalar(end int64) {
+	if v := s.field(s.cur); v != nil {
+		v.End, v.Complete = end, true
+		if v.Kind == KindNumber {
+			v.IntOK = v.IntOK && !s.numOver && (s.state == stNumInt || s.state == stNumZero)
+			if v.IntOK {
+				v.Int = s.num
+			}
+		}
+	}
+	s.cur = -1
+	s.afterValue(end, false)
+}
+
+// afterValue moves past a complete value that ends before offset end.
+func (s *Scanner) afterValue(end int64, empty bool) {
+	if s.depth > 0 {
+		s.state = stAfter
+		return
+	}
+	s.Root.End, s.Root.Complete, s.Root.Empty = end, true, empty
+	s.state = stDone
+}
+
+// close closes the innermost container at offset at; empty reports that it
+// had no members.
+func (s *Scanner) close(obj, empty bool, at int64) {
+	if s.depth < len(s.fieldAt) {
+		if v := s.field(s.fieldAt[s.depth]); v != nil {
+			v.End, v.Complete, v.Empty = at+1, true, empty
+		}
+		s.fieldAt[s.depth] = -1
+	}
+	s.depth--
+	s.afterValue(at+1, empty)
+}
+
+func (s *Scanner) word(d int) *uint64 {
+	w := d >> 6
+	if w < len(s.stack) {
+		return &s.stack[w]
+	}
+	w -= len(s.stack)
+	for len(s.deep) <= w {
+		s.deep = append(s.deep, 0)
+	}
+	return &s.deep[w]
+}
+
+func (s *Scanner) push(obj bool) {
+	d := s.depth
+	s.depth++
+	w, b := s.word(d), uint64(1)<<(d&63)
+	if obj {
+		*w |= b
+	} else {
+		*w &^= b
+	}
+}
+
+func (s *Scanner) isObj() bool {
+	d := s.depth - 1
+	return *s.word(d)&(1<<(d&63)) != 0
+}
+
+// num1 advances the number state by c; false when c is not part of the number.
+func (s *Scanner) num1(c byte) bool {
+	digit := '0' <= c && c <= '9'
+	switch s.state {
+	case stNumMinus:
+		switch {
+		case c == '0':
+			s.state = stNumZero
+		case digit:
+			s.state = stNumInt
+		default:
+			return false
+		}
+	case stNumZero, stNumInt:
+		switch {
+		case digit && s.state == stNumInt:
+			if s.cur >= 0 {
+				d := int(c - '0')
+				if s.num > (math.MaxInt-d)/10 {
+					s.numOver = true
+				} else {
+					s.num = s.num*10 + d
+				}
+			}
+		case c == '.':
+			s.state = stNumDot
+		case c == 'e' || c == 'E':
+			s.state = stNumE
+		default:
+			return false
+		}
+	case stNumDot:
+		if !digit {
+			return false
+		}
+		s.state = stNumFrac
+	case stNumFrac:
+		switch {
+		case digit:
+		case c == 'e' || c == 'E':
+			s.state = stNumE
+		default:
+			return false
+		}
+	case stNumE:
+		switch {
+		case c == '+' || c == '-':
+			s.state = stNumESign
+		case digit:
+			s.state = stNumExp
+		default:
+			return false
+		}
+	case stNumESign:
+		if !digit {
+			return false
+		}
+		s.state = stNumExp
+	case stNumExp:
+		return digit
+	}
+	return true
+}
+
+// startKey begins a member name.
+func (s *Scanner) startKey() {
+	s.inKey, s.state = true, stStr
+	s.keyLen, s.keyLong = 0, false
+	s.capKey = s.depth == 1 && len(s.schema.top) > 0 || s.depth == 2 && s.fieldAt[2] >= 0
+}
+
+// endKey finds the field of the member name just read.
+func (s *Scanner) endKey() {
+	s.inKey, s.state, s.pending = false, stColon, -1
+	if !s.capKey || s.keyLong {
+		return
+	}
+	names := s.schema.top
+	if s.depth == 2 {
+		names = s.schema.children[s.fieldAt[2]]
+	}
+	k := s.key[:s.keyLen]
+	for _, n := range names {
+		if string(k) == n.name {
+			s.pending = n.idx
+			return
+		}
+	}
+}
+
+// str scans string bytes from p[i] and returns the index after them.
+func (s *Scanner) str(p []byte, i int, base int64) int {
+	j := i
+	for j < len(p) {
+		// Skip 8 bytes at a time while none is a quote, a backslash or a
+		// control character (SWAR tests: hasLess, hasZero).
+		for j+8 <= len(p) {
+			x := binary.LittleEndian.Uint64(p[j:])
+			if m := (x-lsb*0x20)&^x&msb | hasZero(x^(lsb*'"')) | hasZero(x^(lsb*'\\')); m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			j += 8
+		}
+		if j >= len(p) {
+			break
+		}
+		if c := p[j]; c == '"' || c == '\\' || c < 0x20 {
+			break
+		}
+		j++
+	}
+	if j > i {
+		s.putRun(p[i:j])
+	}
+	if j == len(p) {
+		return j
+	}
+	switch c := p[j]; c {
+	case '"':
+		s.flushHigh()
+		if s.inKey {
+			s.endKey()
+		} else {
+			s.endScalar(base + int64(j) + 1)
+		}
+	case '\\':
+		s.state = stEsc
+	default:
+		s.fail(base+int64(j), "control character %#x in a string", c)
+		return j
+	}
+	return j + 1
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+func hasZero(x uint64) uint64 { return (x - lsb) &^ x & msb }
+
+// escape handles the byte after a backslash; false when it is not an escape.
+func (s *Scanner) escape(c byte) bool {
+	var b byte
+	switch c {
+	case '"', '\\', '/':
+		b = c
+	case 'b':
+		b = '\b'
+	case 'f':
+		b = '\f'
+	case 'n':
+		b = '\n'
+	case 'r':
+		b = '\r'
+	case 't':
+		b = '\t'
+	case 'u':
+		s.hex, s.hexN, s.state = 0, 0, stHex
+		return true
+	default:
+		return false
+	}
+	s.flushHigh()
+	s.put(b)
+	s.state = stStr
+	return true
+}
+
+// putEscaped stores the rune of a \u escape, pairing surrogates as
+// encoding/json does (an unpaired one becomes U+FFFD).
+func (s *Scanner) putEscaped(r rune) {
+	if s.high != 0 {
+		h := s.high
+		s.high = 0
+		if 0xDC00 <= r && r < 0xE000 {
+			s.putRune(utf16.DecodeRune(h, r))
+			return
+		}
+		s.putRune(utf8.RuneError)
+	}
+	switch {
+	case 0xD800 <= r && r < 0xDC00:
+		s.high = r
+	case 0xDC00 <= r && r < 0xE000:
+		s.putRune(utf8.RuneError)
+	default:
+		s.putRune(r)
+	}
+}
+
+func (s *Scanner) flushHigh() {
+	if s.high != 0 {
+		s.high = 0
+		s.putRune(utf8.RuneError)
+	}
+}
+
+func (s *Scanner) putRune(r rune) {
+	var b [utf8.UTFMax]byte
+	n := utf8.EncodeRune(b[:], r)
+	s.putRun(b[:n])
+}
+
+func (s *Scanner) put(c byte) {
+	b := [1]byte{c}
+	s.putRun(b[:])
+}
+
+// putRun stores decoded string bytes in the current capture, if any.
+func (s *Scanner) putRun(b []byte) {
+	if s.high != 0 {
+		s.flushHigh()
+	}
+	if s.inKey {
+		if !s.capKey {
+			return
+		}
+		if s.keyLen+len(b) > maxKey {
+			s.keyLong = true
+			return
+		}
+		s.keyLen += copy(s.key[s.keyLen:], b)
+		return
+	}
+	v := s.field(s.cur)
+	if v == nil || cap(v.Str) == 0 {
+		return
+	}
+	room := cap(v.Str) - len(v.Str)
+	if len(b) > room {
+		b, v.Truncated = b[:room], true
+	}
+	v.Str = append(v.Str, b...)
+}
