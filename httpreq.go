@@ -160,11 +160,16 @@ func (c *httpCore) prepare(req *http.Request, ep endpoint) (*http.Request, strin
 			return out, model
 		}
 	}
+	if err == io.EOF || err == nil && req.ContentLength > 0 && int64(len(buf)) == req.ContentLength {
+		// The whole body was read: send it from memory, which net/http
+		// writes with the headers (a body of unknown type gets its own
+		// write after the headers, and costs the server a round of reads).
+		_ = req.Body.Close()
+		out.Body = io.NopCloser(bytes.NewReader(buf))
+		return out, model
+	}
 	rb := &replayBody{head: buf, rest: req.Body, c: req.Body}
-	switch {
-	case err == io.EOF:
-		rb.rest = nil
-	case err != nil:
+	if err != nil {
 		rb.rest = errReader{err} // the transport sees the same read error
 	}
 	out.Body = rb
@@ -174,11 +179,12 @@ func (c *httpCore) prepare(req *http.Request, ep endpoint) (*http.Request, strin
 // hasJSONBody reports whether req has an uncompressed body that may be
 // JSON (Content-Type application/json, or none).
 func hasJSONBody(req *http.Request) bool {
-	if req.Body == nil || req.Body == http.NoBody || req.Header.Get("Content-Encoding") != "" {
+	// The header map is read directly: its keys are canonical.
+	if req.Body == nil || req.Body == http.NoBody || len(req.Header["Content-Encoding"]) > 0 {
 		return false
 	}
-	ct := req.Header.Get("Content-Type")
-	return ct == "" || mediaTypeOf(ct) == mediaJSON
+	ct := req.Header["Content-Type"]
+	return len(ct) == 0 || mediaTypeOf(ct[0]) == mediaJSON
 }
 
 // readAhead reads body into a new buffer, feeding s, until the end of the
