@@ -273,3 +273,31 @@ func TestHTTPStatusError(t *testing.T) {
 	assert.Equal(t, "llmmetrics: HTTP status 429 Too Many Requests", err.Error())
 	assert.Equal(t, semconv.ErrorTypeKey.String("429"), semconv.ErrorType(err))
 }
+
+func TestRequestBodyReplayedAfterTheModel(t *testing.T) {
+	// A body of unknown length is read only up to "model"; the rest
+	// follows from the original body, which the copy's Close closes.
+	tr, reader := httpTracker(t)
+	head, rest := `{"model":"m1",`, `"messages":[{"role":"user","content":"hi"}],"stream":true}`
+	closed := false
+	body := struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(strings.NewReader(head), strings.NewReader(rest)), closerFunc(func() error { closed = true; return nil })}
+	req, err := http.NewRequest(http.MethodPost, "http://llm/v1/chat/completions", body)
+	require.NoError(t, err)
+	require.Zero(t, req.ContentLength, "unknown length")
+	base := &recordingBase{}
+	resp, err := NewTransport(tr, base).RoundTrip(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	assert.Equal(t, head+rest, base.bodies[0])
+	assert.True(t, closed)
+	assert.Equal(t, map[string]int64{"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=m1 llmmetrics.outcome=ok": 1},
+		requestSets(t, reader))
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
