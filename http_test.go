@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
@@ -301,3 +304,22 @@ func TestRequestBodyReplayedAfterTheModel(t *testing.T) {
 type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
+
+// FuzzSniffDecoder checks that the sniffing decoder never panics and gives
+// the same frames however the body is cut.
+func FuzzSniffDecoder(f *testing.F) {
+	for _, name := range []string{"openai_chat.sse", "anthropic_thinking_tools.sse", "openai_responses.sse"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "sse", name))
+		if err == nil {
+			f.Add(b, uint16(100))
+		}
+	}
+	f.Add([]byte(`{"usage":{"prompt_tokens":1}}`), uint16(3))
+	f.Add([]byte("data: {\"candidates\":[]}\n\n"), uint16(9))
+	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
+		whole := decodePieces(ProtocolUnknown.NewDecoder(), data)
+		c := int(cut) % (len(data) + 1)
+		require.Equal(t, whole, decodePieces(ProtocolUnknown.NewDecoder(), data[:c], data[c:]), "split at %d", c)
+	})
+}
