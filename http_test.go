@@ -301,6 +301,28 @@ func TestRequestBodyReplayedAfterTheModel(t *testing.T) {
 		requestSets(t, reader))
 }
 
+func TestRequestBodyReadToItsEndGetsAGetBody(t *testing.T) {
+	// A body of known length but no GetBody, read to its end to find the
+	// model: the copy sent can replay it.
+	tr, _ := httpTracker(t)
+	body := `{"messages":[],"model":"m2"}`
+	req, err := http.NewRequest(http.MethodPost, "http://llm/v1/chat/completions", io.MultiReader(strings.NewReader(body)))
+	require.NoError(t, err)
+	req.ContentLength = int64(len(body))
+	require.Nil(t, req.GetBody)
+	base := &recordingBase{}
+	resp, err := NewTransport(tr, base).RoundTrip(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, body, base.bodies[0])
+	assert.Nil(t, req.GetBody, "the caller's request is unchanged")
+	require.NotNil(t, base.reqs[0].GetBody)
+	rc, err := base.reqs[0].GetBody()
+	require.NoError(t, err)
+	again, _ := io.ReadAll(rc)
+	assert.Equal(t, body, string(again))
+}
+
 type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }

@@ -166,6 +166,9 @@ func (c *httpCore) prepare(req *http.Request, ep endpoint) (*http.Request, strin
 		// write after the headers, and costs the server a round of reads).
 		_ = req.Body.Close()
 		out.Body = io.NopCloser(bytes.NewReader(buf))
+		if out.GetBody == nil { // it can be replayed now (redirects, retries on a stale connection)
+			out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+		}
 		return out, model
 	}
 	rb := &replayBody{head: buf, rest: req.Body, c: req.Body}
