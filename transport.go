@@ -128,6 +128,9 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 		r.End(&HTTPStatusError{StatusCode: resp.StatusCode})
 		return resp, nil
 	case resp.StatusCode < 200 || resp.StatusCode >= 300 || resp.Body == nil || resp.Body == http.NoBody:
+		// Not an answer to decode. A 101's body is the upgraded
+		// connection, an io.ReadWriteCloser that must stay one (otelhttp's
+		// transport.go keeps the Write method for it); it is returned as is.
 		r.End(nil)
 		return resp, nil
 	}
