@@ -1,6 +1,7 @@
 package llmmetrics
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -502,6 +503,15 @@ func (d *sniffDecoder) Decode(p []byte, emit func(Frame)) {
 	d.decide(emit)
 }
 
+// Err implements Decoder: the problems of the protocol's decoder, once the
+// protocol is known (the sniff itself reports none).
+func (d *sniffDecoder) Err() error {
+	if d.real != nil {
+		return d.real.Err()
+	}
+	return nil
+}
+
 // Flush implements Decoder.
 func (d *sniffDecoder) Flush(emit func(Frame)) {
 	if d.real == nil && !d.off {
@@ -536,15 +546,16 @@ func (d *sniffDecoder) giveUp() {
 	d.buf, d.probe, d.scan = nil, nil, nil
 }
 
-// classify looks at one SSE event of the undecided stream.
-func (d *sniffDecoder) classify(event, data []byte) Frame {
+// classify looks at one SSE event of the undecided stream. It reports no
+// problem: an event it cannot read only tells nothing.
+func (d *sniffDecoder) classify(event, data []byte) (Frame, error) {
 	d.events++
 	if d.found != ProtocolUnknown {
-		return Frame{}
+		return Frame{}, nil
 	}
-	if isDoneMarker(data) {
+	if string(bytes.TrimSpace(data)) == "[DONE]" {
 		d.found = ProtocolOpenAI
-		return Frame{}
+		return Frame{}, nil
 	}
 	if d.scan == nil {
 		d.scan = jsonstream.NewScanner(sniffSchema)
@@ -554,7 +565,7 @@ func (d *sniffDecoder) classify(event, data []byte) Frame {
 	s.Feed(data)
 	s.Feed(space)
 	if !s.Done() || s.Root.Kind != jsonstream.KindObject {
-		return Frame{}
+		return Frame{}, nil
 	}
 	typ := s.Values[0].Str
 	switch {
@@ -567,5 +578,5 @@ func (d *sniffDecoder) classify(event, data []byte) Frame {
 	case s.Values[2].Kind != jsonstream.KindNone || s.Values[3].Kind != jsonstream.KindNone:
 		d.found = ProtocolGemini
 	}
-	return Frame{}
+	return Frame{}, nil
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"go.opentelemetry.io/otel"
-
 	"github.com/llmmetrics/llmmetrics/internal/jsonstream"
 )
 
@@ -21,25 +19,31 @@ import (
 // It reads, from the top-level object:
 //
 //   - "usage" with "prompt_tokens" and "completion_tokens" (OpenAI chat
-//     completions, completions and embeddings);
+//     completions, completions and embeddings); ReasoningTokens from
+//     "completion_tokens_details.reasoning_tokens", added to the output when
+//     "total_tokens" shows the provider left it out (xAI);
 //   - else "usage" with "input_tokens", "output_tokens" and, summed into the
 //     input, "cache_creation_input_tokens" and "cache_read_input_tokens"
 //     (the Responses API; Anthropic Messages, whose input_tokens excludes
-//     the cached part);
+//     the cached part); ReasoningTokens from "output_tokens_details"
+//     ("reasoning_tokens", or Anthropic's "thinking_tokens");
 //   - else Gemini's "usageMetadata": input = promptTokenCount +
 //     toolUsePromptTokenCount, output = candidatesTokenCount +
-//     thoughtsTokenCount (Gemini counts thoughts apart from the candidates);
+//     thoughtsTokenCount (Gemini counts thoughts apart from the candidates),
+//     ReasoningTokens = thoughtsTokenCount;
 //   - else Ollama's "prompt_eval_count" and "eval_count";
 //   - a non-null "error" member sets Frame.Err to a *StreamError (an error
-//     object sent with a success status).
+//     object sent with a success status): Type from "type" (else Gemini's
+//     "status"), Code from "code", Message from "message" (or the error
+//     itself when it is a string).
 //
 // Counts must be non-negative JSON integers to be read; where a member
 // appears twice the last one counts. The answer is scanned as it goes by, in
 // pieces of any size, with a fixed amount of memory whatever its size: the
-// caller's bytes are neither copied nor delayed. A body that is not JSON is
-// reported once through otel.Handle (ErrMalformedFrame) and gives no frame.
-// Bytes after the top-level value are ignored. The options are accepted for
-// symmetry and ignored.
+// caller's bytes are neither copied nor delayed. A body that is not JSON, or
+// that ends before its value does, is the stream's ErrMalformedFrame (Err,
+// and otel.Handle) and gives no frame. Bytes after the top-level value are
+// ignored. The options are accepted for symmetry and ignored.
 func NewJSONDecoder(opts ...DecoderOption) Decoder {
 	_ = newDecoderConfig(opts)
 	return &jsonDecoder{s: jsonstream.NewScanner(answerSchema)}
@@ -50,10 +54,16 @@ const (
 	jUsage = iota
 	jPromptTokens
 	jCompletionTokens
+	jTotalTokens
+	jCompletionDetails
+	jCompletionReasoning
 	jInputTokens
 	jOutputTokens
 	jCacheCreation
 	jCacheRead
+	jOutputDetails
+	jOutputReasoning
+	jOutputThinking
 	jUsageMetadata
 	jPromptTokenCount
 	jCandidatesTokenCount
@@ -65,6 +75,7 @@ const (
 	jErrorType
 	jErrorCode
 	jErrorMessage
+	jErrorStatus
 )
 
 // maxErrorText bounds each text kept from an error object.
@@ -74,10 +85,16 @@ var answerSchema = jsonstream.NewSchema(
 	jsonstream.Field{Path: "usage"},
 	jsonstream.Field{Path: "usage.prompt_tokens"},
 	jsonstream.Field{Path: "usage.completion_tokens"},
+	jsonstream.Field{Path: "usage.total_tokens"},
+	jsonstream.Field{Path: "usage.completion_tokens_details"},
+	jsonstream.Field{Path: "usage.completion_tokens_details.reasoning_tokens"},
 	jsonstream.Field{Path: "usage.input_tokens"},
 	jsonstream.Field{Path: "usage.output_tokens"},
 	jsonstream.Field{Path: "usage.cache_creation_input_tokens"},
 	jsonstream.Field{Path: "usage.cache_read_input_tokens"},
+	jsonstream.Field{Path: "usage.output_tokens_details"},
+	jsonstream.Field{Path: "usage.output_tokens_details.reasoning_tokens"},
+	jsonstream.Field{Path: "usage.output_tokens_details.thinking_tokens"},
 	jsonstream.Field{Path: "usageMetadata"},
 	jsonstream.Field{Path: "usageMetadata.promptTokenCount"},
 	jsonstream.Field{Path: "usageMetadata.candidatesTokenCount"},
@@ -89,11 +106,13 @@ var answerSchema = jsonstream.NewSchema(
 	jsonstream.Field{Path: "error.type", MaxString: 64},
 	jsonstream.Field{Path: "error.code", MaxString: 64},
 	jsonstream.Field{Path: "error.message", MaxString: maxErrorText},
+	jsonstream.Field{Path: "error.status", MaxString: 64},
 )
 
 var space = []byte{' '}
 
 type jsonDecoder struct {
+	problems
 	s       *jsonstream.Scanner
 	stopped bool
 }
@@ -118,7 +137,7 @@ func (d *jsonDecoder) Flush(emit func(Frame)) {
 		return
 	}
 	d.stopped = true
-	otel.Handle(fmt.Errorf("%w: json answer ended after %d bytes, before the end of its value", ErrMalformedFrame, d.s.Offset()))
+	d.report(fmt.Errorf("%w: json answer ended after %d bytes, before the end of its value", ErrMalformedFrame, d.s.Offset()))
 }
 
 // check emits the frame once the value is complete and reports a syntax
@@ -130,7 +149,7 @@ func (d *jsonDecoder) check(emit func(Frame)) bool {
 		emit(d.frame())
 	case d.s.Err() != nil:
 		d.stopped = true
-		otel.Handle(fmt.Errorf("%w: json answer: %w", ErrMalformedFrame, d.s.Err()))
+		d.report(fmt.Errorf("%w: json answer: %w", ErrMalformedFrame, d.s.Err()))
 	}
 	return d.stopped
 }
@@ -148,14 +167,20 @@ func (d *jsonDecoder) frame() Frame {
 	switch {
 	case has(jPromptTokens) || has(jCompletionTokens):
 		f.HasUsage, f.InputTokens, f.OutputTokens = true, get(jPromptTokens), get(jCompletionTokens)
+		f.ReasoningTokens = get(jCompletionReasoning)
+		if r := f.ReasoningTokens; r > 0 && has(jTotalTokens) && get(jTotalTokens) == satAdd(satAdd(f.InputTokens, f.OutputTokens), r) {
+			f.OutputTokens = satAdd(f.OutputTokens, r) // xAI: reasoning beside completion_tokens
+		}
 	case has(jInputTokens) || has(jOutputTokens) || has(jCacheCreation) || has(jCacheRead):
 		f.HasUsage = true
 		f.InputTokens = satAdd(satAdd(get(jInputTokens), get(jCacheCreation)), get(jCacheRead))
 		f.OutputTokens = get(jOutputTokens)
+		f.ReasoningTokens = max(get(jOutputReasoning), get(jOutputThinking))
 	case has(jPromptTokenCount) || has(jCandidatesTokenCount) || has(jThoughtsTokenCount) || has(jToolUsePromptTokenCount):
 		f.HasUsage = true
 		f.InputTokens = satAdd(get(jPromptTokenCount), get(jToolUsePromptTokenCount))
 		f.OutputTokens = satAdd(get(jCandidatesTokenCount), get(jThoughtsTokenCount))
+		f.ReasoningTokens = get(jThoughtsTokenCount)
 	case has(jPromptEvalCount) || has(jEvalCount):
 		f.HasUsage, f.InputTokens, f.OutputTokens = true, get(jPromptEvalCount), get(jEvalCount)
 	}
@@ -166,7 +191,11 @@ func (d *jsonDecoder) frame() Frame {
 			f.Err = &StreamError{Message: string(e.Str)}
 		}
 	default:
-		f.Err = &StreamError{Type: d.text(jErrorType), Code: d.text(jErrorCode), Message: d.text(jErrorMessage)}
+		typ := d.text(jErrorType)
+		if typ == "" {
+			typ = d.text(jErrorStatus) // Gemini: "RESOURCE_EXHAUSTED"
+		}
+		f.Err = &StreamError{Type: typ, Code: d.text(jErrorCode), Message: d.text(jErrorMessage)}
 	}
 	return f
 }

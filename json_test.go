@@ -24,34 +24,57 @@ func jsonFrames(pieces ...[]byte) []Frame {
 }
 
 func TestJSONDecoderFixtures(t *testing.T) {
-	for _, tc := range []struct {
-		file    string
-		in, out int
+	// Expected counts: /work/notes/wire-formats.md part D (hand-computed
+	// there from each fixture's usage object).
+	tests := []struct {
+		file               string
+		in, out, reasoning int
+		errType, errCode   string // a *StreamError's, for error bodies
 	}{
-		{"openai_chat.json", 19, 10},
-		{"openai_completions.json", 5, 7},
-		{"openai_responses.json", 36, 87},
-		{"openai_embeddings.json", 8, 0},
-		{"anthropic_message.json", 2095 + 100 + 50, 503},
-		{"gemini_generate.json", 8, 11 + 1000},
-		{"ollama_chat.json", 26, 298},
-		{"ollama_generate.json", 26, 290},
-	} {
+		{"json/openai_chat_completion.json", 1180, 275, 256, "", ""},
+		{"json/openai_completion.json", 5, 7, 0, "", ""},
+		{"json/openai_response.json", 40, 150, 128, "", ""},
+		{"json/openai_embeddings.json", 8, 0, 0, "", ""},
+		{"json/anthropic_message.json", 48 + 2051 + 0, 58, 41, "", ""},
+		{"json/gemini_generate_content.json", 2071, 25 + 306, 306, "", ""},
+		{"gemini/generate_content_function_call.json", 41, 7 + 412, 412, "", ""},
+		{"json/ollama_chat.json", 19, 9, 0, "", ""},
+		{"json/ollama_generate.json", 26, 11, 0, "", ""},
+		{"json/openai_error_429.json", 0, 0, 0, "tokens", "rate_limit_exceeded"},
+		{"json/anthropic_error_429.json", 0, 0, 0, "rate_limit_error", ""},
+		{"json/gemini_error_429.json", 0, 0, 0, "RESOURCE_EXHAUSTED", "429"},
+		{"json/openai_error_200.json", 0, 0, 0, "invalid_request_error", "model_not_found"},
+	}
+	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
 			errs := otelErrors(t)
-			data, err := os.ReadFile(filepath.Join("testdata", "json", tc.file))
+			data, err := os.ReadFile(filepath.Join("testdata", tc.file))
 			require.NoError(t, err)
 			orig := bytes.Clone(data)
-			want := []Frame{{HasUsage: true, InputTokens: tc.in, OutputTokens: tc.out, Done: true}}
-			assert.Equal(t, want, jsonFrames(data))
+			whole := jsonFrames(data)
+			require.Len(t, whole, 1)
+			f := whole[0]
+			assert.True(t, f.Done)
+			assert.Zero(t, f.Tokens, "a JSON answer carries no stream tokens")
+			if tc.errType != "" || tc.errCode != "" {
+				var se *StreamError
+				require.ErrorAs(t, f.Err, &se)
+				assert.Equal(t, tc.errType, se.Type)
+				assert.Equal(t, tc.errCode, se.Code)
+				assert.NotEmpty(t, se.Message)
+				assert.False(t, f.HasUsage)
+			} else {
+				assert.NoError(t, f.Err)
+				assert.Equal(t, Frame{HasUsage: true, InputTokens: tc.in, OutputTokens: tc.out, ReasoningTokens: tc.reasoning, Done: true}, f)
+			}
 			for cut := 0; cut <= len(data); cut++ {
-				require.Equal(t, want, jsonFrames(data[:cut], data[cut:]), "split at byte %d", cut)
+				require.Equal(t, whole, jsonFrames(data[:cut], data[cut:]), "split at byte %d", cut)
 			}
 			bytewise := make([][]byte, len(data))
 			for i := range data {
 				bytewise[i] = data[i : i+1]
 			}
-			assert.Equal(t, want, jsonFrames(bytewise...))
+			assert.Equal(t, whole, jsonFrames(bytewise...))
 			assert.Equal(t, orig, data, "the decoder does not modify its input")
 			assert.Empty(t, errs())
 		})
@@ -72,6 +95,10 @@ func TestJSONDecoderCases(t *testing.T) {
 		{"nested usage is not the answer's", `{"data":{"usage":{"prompt_tokens":1}}}`, []Frame{{Done: true}}, 0},
 		{"non-integer counts are absent", `{"usage":{"prompt_tokens":1.5,"completion_tokens":"7"}}`, []Frame{{Done: true}}, 0},
 		{"negative count", `{"usage":{"completion_tokens":-2,"prompt_tokens":4}}`, []Frame{{HasUsage: true, InputTokens: 4, Done: true}}, 0},
+		{"xAI: reasoning beside completion_tokens", `{"usage":{"prompt_tokens":10,"completion_tokens":1328,"total_tokens":1645,"completion_tokens_details":{"reasoning_tokens":307}}}`,
+			[]Frame{{HasUsage: true, InputTokens: 10, OutputTokens: 1328 + 307, ReasoningTokens: 307, Done: true}}, 0},
+		{"OpenAI: reasoning inside completion_tokens", `{"usage":{"prompt_tokens":20,"completion_tokens":214,"total_tokens":234,"completion_tokens_details":{"reasoning_tokens":192}}}`,
+			[]Frame{{HasUsage: true, InputTokens: 20, OutputTokens: 214, ReasoningTokens: 192, Done: true}}, 0},
 		{"ollama without prompt_eval_count (cached prompt)", `{"done":true,"eval_count":12}`,
 			[]Frame{{HasUsage: true, OutputTokens: 12, Done: true}}, 0},
 		{"error object with success status", `{"error":{"message":"no such model","type":"invalid_request_error","param":null,"code":"model_not_found"}}`,
@@ -98,6 +125,14 @@ func TestJSONDecoderCases(t *testing.T) {
 			for _, err := range got {
 				assert.ErrorIs(t, err, ErrMalformedFrame)
 			}
+			d := NewJSONDecoder()
+			d.Decode([]byte(tc.in), func(Frame) {})
+			d.Flush(func(Frame) {})
+			if tc.errs > 0 {
+				assert.ErrorIs(t, d.Err(), ErrMalformedFrame, "Err tells the problem")
+			} else {
+				assert.NoError(t, d.Err())
+			}
 		})
 	}
 }
@@ -119,7 +154,7 @@ func TestJSONDecoderLongAnswerBoundedMemory(t *testing.T) {
 }
 
 func TestJSONDecoderDecodeAllocs(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "json", "openai_chat.json"))
+	data, err := os.ReadFile(filepath.Join("testdata", "json", "openai_chat_completion.json"))
 	require.NoError(t, err)
 	d := NewJSONDecoder().(*jsonDecoder)
 	var f Frame
@@ -132,11 +167,13 @@ func TestJSONDecoderDecodeAllocs(t *testing.T) {
 		}
 	})
 	assert.Zero(t, allocs)
-	assert.Equal(t, 10, f.OutputTokens)
+	assert.Equal(t, 275, f.OutputTokens)
 }
 
 func FuzzJSONDecoder(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "json", "*.json"))
+	more, _ := filepath.Glob(filepath.Join("testdata", "gemini", "*.json"))
+	files = append(files, more...)
 	for _, name := range files {
 		b, err := os.ReadFile(name)
 		if err == nil {

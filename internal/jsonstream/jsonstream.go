@@ -6,8 +6,9 @@
 // non-streaming LLM answer is read on the side while the caller reads the
 // body, and the "model" and "stream_options" members of a request body are
 // found without parsing the whole body into values. A Schema names the
-// members to capture: top-level members ("usage") and members of top-level
-// objects ("usage.prompt_tokens"). Everything else is only validated.
+// members to capture by their path from the top-level object ("usage",
+// "usage.prompt_tokens", "usage.completion_tokens_details.reasoning_tokens").
+// Everything else is only validated.
 //
 // The scanner accepts exactly the JSON grammar of RFC 8259 (the same texts as
 // encoding/json, with its nesting limit of 10000), reports the first syntax
@@ -50,11 +51,15 @@ const (
 	KindNull
 )
 
+// MaxPathDepth is the most names a Field's path may have.
+const MaxPathDepth = 3
+
 // Field describes one member to capture.
 type Field struct {
-	// Path is "name" for a member of the top-level object, or "parent.name"
-	// for a member of the object that is the value of top-level member
-	// parent (which must be listed before it). Names may not contain '.'.
+	// Path names the member from the top-level object: "name" for a member
+	// of the top-level object, "parent.name" for a member of the object that
+	// is the value of the field "parent" (which must be listed before it),
+	// and so on, up to MaxPathDepth names. Names may not contain '.'.
 	Path string
 	// MaxString is how many bytes of a string value are kept in Value.Str
 	// (decoded); 0 keeps none (the kind and offsets are still recorded).
@@ -65,9 +70,9 @@ type Field struct {
 // share it between scanners.
 type Schema struct {
 	fields   []Field
-	top      []named   // top-level members
+	top      []named   // members of the top-level object
 	children [][]named // by field index: members of that field's object
-	kids     [][]int   // by field index: the indexes of its children
+	kids     [][]int   // by field index: the indexes of all its descendants
 	strTotal int
 }
 
@@ -81,25 +86,32 @@ type named struct {
 // are built at package initialization).
 func NewSchema(fields ...Field) *Schema {
 	s := &Schema{fields: fields, children: make([][]named, len(fields)), kids: make([][]int, len(fields))}
+	byPath := make(map[string]int, len(fields))
+	parents := make([]int, len(fields))
 	for i, f := range fields {
-		parent, name, nested := strings.Cut(f.Path, ".")
-		if name == "" && nested || parent == "" || strings.Contains(name, ".") || len(parent) > maxKey || len(name) > maxKey || f.MaxString < 0 {
-			panic(fmt.Sprintf("jsonstream: invalid field path %q", f.Path))
+		names := strings.Split(f.Path, ".")
+		bad := len(names) > MaxPathDepth || f.MaxString < 0
+		for _, n := range names {
+			bad = bad || n == "" || len(n) > maxKey
 		}
-		if !nested {
-			s.top = append(s.top, named{parent, i})
+		if _, dup := byPath[f.Path]; bad || dup {
+			panic(fmt.Sprintf("jsonstream: invalid or repeated field path %q", f.Path))
+		}
+		byPath[f.Path] = i
+		name := names[len(names)-1]
+		if len(names) == 1 {
+			parents[i] = -1
+			s.top = append(s.top, named{name, i})
 		} else {
-			p := -1
-			for _, t := range s.top {
-				if t.name == parent {
-					p = t.idx
-				}
-			}
-			if p < 0 {
+			p, ok := byPath[strings.Join(names[:len(names)-1], ".")]
+			if !ok {
 				panic(fmt.Sprintf("jsonstream: field %q is listed before its parent", f.Path))
 			}
+			parents[i] = p
 			s.children[p] = append(s.children[p], named{name, i})
-			s.kids[p] = append(s.kids[p], i)
+			for a := p; a >= 0; a = parents[a] {
+				s.kids[a] = append(s.kids[a], i)
+			}
 		}
 		s.strTotal += f.MaxString
 	}
@@ -108,7 +120,7 @@ func NewSchema(fields ...Field) *Schema {
 
 // Value is what a Scanner captured of one field. Where a member appears
 // more than once, the last one counts (as encoding/json does into a map); a
-// top-level member that appears again also clears its children.
+// member that appears again also clears what was captured inside it.
 type Value struct {
 	Kind Kind
 	// Start and End are the offsets in the whole input of the value's first
@@ -173,9 +185,9 @@ type Scanner struct {
 	err   error
 
 	depth   int
-	stack   [4]uint64 // container kinds (1 = object) of depths 1..256
-	deep    []uint64  // and of the deeper ones, grown on demand
-	fieldAt [4]int    // field of the open container at depth 1..3 (-1: none)
+	stack   [4]uint64             // container kinds (1 = object) of depths 1..256
+	deep    []uint64              // and of the deeper ones, grown on demand
+	fieldAt [MaxPathDepth + 2]int // field of the open container at depths 1..MaxPathDepth+1 (-1: none)
 
 	pending int  // field of the value that comes next (-1: none)
 	cur     int  // field of the scalar being scanned (-1: none)
@@ -184,7 +196,7 @@ type Scanner struct {
 	key     [maxKey]byte
 	keyLen  int
 	keyLong bool // the member name is longer than maxKey
-	capKey  bool // the member name may match the schema (depth ≤ 2)
+	capKey  bool // the member name may match the schema
 
 	hex  rune // the \u value being read
 	hexN int  // hex digits read
@@ -218,7 +230,9 @@ func (s *Scanner) Reset() {
 	}
 	s.Root = Value{}
 	s.state, s.off, s.err, s.depth = stValue, 0, nil, 0
-	s.fieldAt = [4]int{-1, -1, -1, -1}
+	for i := range s.fieldAt {
+		s.fieldAt[i] = -1
+	}
 	s.pending, s.cur, s.inKey, s.high = -1, -1, false, 0
 	s.deep = s.deep[:0]
 }
@@ -593,7 +607,14 @@ func (s *Scanner) num1(c byte) bool {
 func (s *Scanner) startKey() {
 	s.inKey, s.state = true, stStr
 	s.keyLen, s.keyLong = 0, false
-	s.capKey = s.depth == 1 && len(s.schema.top) > 0 || s.depth == 2 && s.fieldAt[2] >= 0
+	switch {
+	case s.depth == 1:
+		s.capKey = len(s.schema.top) > 0
+	case s.depth < len(s.fieldAt) && s.fieldAt[s.depth] >= 0:
+		s.capKey = len(s.schema.children[s.fieldAt[s.depth]]) > 0
+	default:
+		s.capKey = false
+	}
 }
 
 // endKey finds the field of the member name just read.
@@ -603,8 +624,8 @@ func (s *Scanner) endKey() {
 		return
 	}
 	names := s.schema.top
-	if s.depth == 2 {
-		names = s.schema.children[s.fieldAt[2]]
+	if s.depth > 1 {
+		names = s.schema.children[s.fieldAt[s.depth]]
 	}
 	k := s.key[:s.keyLen]
 	for _, n := range names {

@@ -19,6 +19,8 @@ var testSchema = NewSchema(
 	Field{Path: "s", MaxString: 16},
 	Field{Path: "n"},
 	Field{Path: "b"},
+	Field{Path: "a.d"},
+	Field{Path: "a.d.n"},
 )
 
 const (
@@ -28,6 +30,8 @@ const (
 	fS
 	fN
 	fB
+	fAD
+	fADN
 )
 
 // feedAll feeds p in pieces of size step (0: whole) and returns the scanner.
@@ -80,6 +84,29 @@ func TestScannerLastMemberWins(t *testing.T) {
 	s = feedAll([]byte(`{"a":{"n":1},"a":null}`), 0)
 	assert.Equal(t, KindNull, s.Values[fA].Kind)
 	assert.Equal(t, KindNone, s.Values[fAN].Kind)
+}
+
+func TestScannerThirdLevel(t *testing.T) {
+	s := feedAll([]byte(`{"a":{"d":{"x":[1],"n":5},"n":1},"d":{"n":9}}`), 1)
+	require.NoError(t, s.Err())
+	assert.Equal(t, 5, s.Values[fADN].Int)
+	assert.Equal(t, KindObject, s.Values[fAD].Kind)
+	s = feedAll([]byte(`{"a":{"d":{"n":5}},"a":{"n":2}}`), 0)
+	assert.Equal(t, KindNone, s.Values[fADN].Kind, "a parent that appears again clears its grandchildren")
+	assert.Equal(t, 2, s.Values[fAN].Int)
+}
+
+func TestNewSchemaRejectsBadPaths(t *testing.T) {
+	for _, fields := range [][]Field{
+		{{Path: ""}},
+		{{Path: "a."}},
+		{{Path: "a.b"}},            // parent not listed
+		{{Path: "a"}, {Path: "a"}}, // repeated
+		{{Path: "a"}, {Path: "a.b"}, {Path: "a.b.c"}, {Path: "a.b.c.d"}}, // too deep
+		{{Path: "a", MaxString: -1}},
+	} {
+		assert.Panics(t, func() { NewSchema(fields...) }, "%v", fields)
+	}
 }
 
 func TestScannerOnlyTopLevelObjectsMatch(t *testing.T) {
@@ -261,6 +288,11 @@ func check(t *testing.T, in []byte) {
 	checkValue(t, in, whole.Values[fAN], w, ok)
 	w, ok = get(a, "s")
 	checkValue(t, in, whole.Values[fAS], w, ok)
+	w, ok = get(a, "d")
+	checkValue(t, in, whole.Values[fAD], w, ok)
+	ad, _ := a["d"].(map[string]any)
+	w, ok = get(ad, "n")
+	checkValue(t, in, whole.Values[fADN], w, ok)
 }
 
 // checkValue compares one captured Value with encoding/json's view of it.
@@ -318,6 +350,8 @@ var seeds = []string{
 	`[1,2,{"s":"x"}]`,
 	`{"n":1e5,"b":null}`,
 	`{"a":[],"s":{}}`,
+	`{"a":{"d":{"n":3,"d":{"n":4}},"d":null}}`,
+	`{"a":{"d":{"n":3}},"a":{"d":[1]}}`,
 	` 12 `, `"str"`, `{}`, `[]`, `{"a":{}}`, `{"a":1`,
 	`{"n":-0.5e+3}`, `{"s":"` + strings.Repeat("z", 40) + `"}`,
 }
