@@ -3,6 +3,7 @@ package llmmetrics
 import (
 	"errors"
 	"net/http"
+	"strings"
 )
 
 // NewTransport returns an http.RoundTripper that measures with t every LLM
@@ -28,7 +29,8 @@ import (
 //     error, when the context is done, or at Close (OutcomeCanceled when
 //     the body is closed before the protocol's end marker arrived).
 //     A non-streaming JSON answer is measured by NewJSONDecoder: E2EL and
-//     its usage, no TTFT.
+//     its usage, no TTFT. A body that is still compressed (the caller set
+//     Accept-Encoding itself) is not decoded: outcome and E2EL only.
 //
 // The request's measurements carry gen_ai.operation.name (from the path),
 // gen_ai.provider.name (from the host, else the protocol) and
@@ -139,12 +141,16 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 }
 
 // decoder returns the Decoder of a response: WithDecoder's, else the
-// automatic choice.
+// automatic choice; nil (no frames) for a body still compressed (the
+// caller asked for an encoding itself, so net/http did not decode it).
 func (c *httpCore) decoder(req *http.Request, resp *http.Response, ep endpoint) Decoder {
 	if c.cfg.decoder != nil {
 		if d := c.cfg.decoder(req, resp); d != nil {
 			return d
 		}
+	}
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return nil
 	}
 	return chooseProtocol(ep, resp.Header.Get("Content-Type")).NewDecoder()
 }

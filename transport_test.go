@@ -154,9 +154,14 @@ func TestTransportOutcomes(t *testing.T) {
 			answer(200, "", testdataFile(t, "json", "openai_chat_completion.json")),
 			Record{Outcome: OutcomeOK, InputTokens: 1180, OutputTokens: 275}, "", ""},
 		{"no body", "/v1/chat/completions", answer(204, "", ""), Record{Outcome: OutcomeOK}, "", ""},
+		{"a body still compressed is not decoded", "/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Encoding", "br")
+			answer(200, "text/event-stream", "data: \x1b\x00\xf8\xff\n\n")(w, r) // decoded, it would be malformed
+		}, Record{Outcome: OutcomeOK}, "", "data: \x1b\x00\xf8\xff\n\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			errs := otelErrors(t)
 			tr, reader := httpTracker(t)
 			client, url := newLLMClient(t, tr, tc.h)
 			resp, err := client.Do(post(t, context.Background(), url+tc.path, chatBody))
@@ -175,6 +180,7 @@ func TestTransportOutcomes(t *testing.T) {
 			assert.Equal(t, tc.want.OutputTokens, rec.OutputTokens)
 			assert.Equal(t, tc.want.Chunks, rec.Chunks)
 			assert.Equal(t, tc.want.Chunks == 0, rec.FirstToken.IsZero(), "TTFT only for a token stream")
+			assert.Empty(t, errs(), "nothing malformed")
 			for set := range requestSets(t, reader) {
 				if tc.errType == "" {
 					assert.NotContains(t, set, "error.type")
