@@ -71,51 +71,6 @@ func floorStream(tr *Tracker, stream []byte) Record {
 	return req.End(nil)
 }
 
-// BenchmarkTransport streams a chat answer of n events over loopback, with
-// a dedicated http.Transport, bare and through NewTransport; floor is the
-// in-memory floor of the measurement (decoder + Request calls). ns/event
-// is each sub-benchmark's time per event of the stream.
-func BenchmarkTransport(b *testing.B) {
-	for _, n := range []int{100, 1000} {
-		url := streamServer(b, n)
-		stream := chatStream(n)
-		perEvent := func(b *testing.B) {
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/event")
-		}
-		b.Run("events="+itoa(n)+"/bare", func(b *testing.B) {
-			base := &http.Transport{}
-			defer base.CloseIdleConnections()
-			c := &http.Client{Transport: base}
-			buf := make([]byte, 32<<10)
-			b.ReportAllocs()
-			for b.Loop() {
-				doStream(b, c, url, buf)
-			}
-			perEvent(b)
-		})
-		b.Run("events="+itoa(n)+"/transport", func(b *testing.B) {
-			base := &http.Transport{}
-			defer base.CloseIdleConnections()
-			tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithRole(RoleClient), WithWindow(0, 0))
-			c := &http.Client{Transport: NewTransport(tr, base)}
-			buf := make([]byte, 32<<10)
-			b.ReportAllocs()
-			for b.Loop() {
-				doStream(b, c, url, buf)
-			}
-			perEvent(b)
-		})
-		b.Run("events="+itoa(n)+"/floor", func(b *testing.B) {
-			tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithRole(RoleClient), WithWindow(0, 0), WithAttributes(staticAttrs...))
-			b.ReportAllocs()
-			for b.Loop() {
-				floorStream(tr, stream)
-			}
-			perEvent(b)
-		})
-	}
-}
-
 // BenchmarkTransportOverhead runs, interleaved in each iteration so that
 // the machine's drift hits them alike, a 1,000-event stream over loopback:
 //
@@ -123,12 +78,15 @@ func BenchmarkTransport(b *testing.B) {
 //   - by hand: the same, with the floor of measuring done by hand on each
 //     Read's bytes (decoder + Start, Chunk per token-carrying event,
 //     SetUsage, End), as a program without NewTransport would;
-//   - transport: through NewTransport;
+//   - transport: through NewTransport (by hand and transport alternate
+//     which goes first);
 //   - in memory: the floor on the same bytes with no HTTP (floorStream).
 //
-// It reports per event: the bare time, the two floors (by hand minus bare;
-// in memory), the transport's overhead (transport minus bare), and the
-// overhead over each floor (target ≤ 1.10).
+// It reports per event, from the medians of the per-iteration differences:
+// the bare time, the floor (by hand minus bare), the transport's overhead
+// (transport minus bare) and overhead/floor (target ≤ 1.10); the in-memory
+// floor (a mean) and the overhead over it; and per request what the
+// transport adds to measuring by hand.
 func BenchmarkTransportOverhead(b *testing.B) {
 	const n = 1000
 	url := streamServer(b, n)
@@ -143,31 +101,73 @@ func BenchmarkTransportOverhead(b *testing.B) {
 	hand := &http.Client{Transport: handBase}
 	measured := &http.Client{Transport: NewTransport(tr, measuredBase)}
 	buf := make([]byte, 32<<10)
-	var tBare, tHand, tMeasured, tMem time.Duration
+	var s samples
+	var tMem time.Duration
+	i := 0
 	for b.Loop() {
 		t0 := time.Now()
 		doStream(b, bare, url, buf)
 		t1 := time.Now()
-		byHand(b, floorTr, hand, url, buf)
-		t2 := time.Now()
-		doStream(b, measured, url, buf)
+		// Alternate which of the two measured paths goes first, so that
+		// neither always runs in the other's wake.
+		var dHand, dMeasured time.Duration
+		if i++; i%2 == 0 {
+			byHand(b, floorTr, hand, url, buf)
+			t2 := time.Now()
+			doStream(b, measured, url, buf)
+			dHand, dMeasured = t2.Sub(t1), time.Since(t2)
+		} else {
+			doStream(b, measured, url, buf)
+			t2 := time.Now()
+			byHand(b, floorTr, hand, url, buf)
+			dMeasured, dHand = t2.Sub(t1), time.Since(t2)
+		}
+		s.add(t1.Sub(t0), dHand, dMeasured)
 		t3 := time.Now()
 		floorStream(floorTr, stream)
-		t4 := time.Now()
-		tBare += t1.Sub(t0)
-		tHand += t2.Sub(t1)
-		tMeasured += t3.Sub(t2)
-		tMem += t4.Sub(t3)
+		tMem += time.Since(t3)
 	}
-	events := float64(b.N * n)
-	perEvent := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / events }
-	floorNet, floorMem, overhead := perEvent(tHand-tBare), perEvent(tMem), perEvent(tMeasured-tBare)
-	b.ReportMetric(perEvent(tBare), "bare-ns/event")
-	b.ReportMetric(floorNet, "floor-ns/event")
+	floorMem := float64(tMem.Nanoseconds()) / float64(b.N*n)
+	overhead := s.report(b, n)
 	b.ReportMetric(floorMem, "floor-mem-ns/event")
-	b.ReportMetric(overhead, "overhead-ns/event")
-	b.ReportMetric(overhead/floorNet, "overhead/floor")
 	b.ReportMetric(overhead/floorMem, "overhead/floor-mem")
+}
+
+// samples keeps the times of each iteration of an interleaved benchmark:
+// bare, by hand, through the transport.
+type samples struct{ bare, hand, measured []time.Duration }
+
+func (s *samples) add(bare, hand, measured time.Duration) {
+	s.bare = append(s.bare, bare)
+	s.hand = append(s.hand, hand)
+	s.measured = append(s.measured, measured)
+}
+
+// report reports, from the medians of the per-iteration differences (a
+// preempted iteration moves a median little, a sum a lot), per event of n:
+// the floor (by hand minus bare), the transport's overhead (transport minus
+// bare) and their ratio; per request, what the transport adds to by hand.
+// It returns the overhead per event.
+func (s *samples) report(b *testing.B, n int) float64 {
+	median := func(a, c []time.Duration) float64 { // of a[i] − c[i]
+		d := make([]float64, len(a))
+		for i := range a {
+			d[i] = float64(a[i])
+			if c != nil {
+				d[i] -= float64(c[i])
+			}
+		}
+		m, _ := Percentile(d, 50)
+		return m
+	}
+	floor := median(s.hand, s.bare) / float64(n)
+	overhead := median(s.measured, s.bare) / float64(n)
+	b.ReportMetric(median(s.bare, nil)/float64(n), "bare-ns/event")
+	b.ReportMetric(floor, "floor-ns/event")
+	b.ReportMetric(overhead, "overhead-ns/event")
+	b.ReportMetric(overhead/floor, "overhead/floor")
+	b.ReportMetric(median(s.measured, s.hand), "added-ns/request")
+	return overhead
 }
 
 // byHand sends one chat request through c and measures its answer by hand:
@@ -204,84 +204,100 @@ func byHand(b testing.TB, tr *Tracker, c *http.Client, url string, buf []byte) {
 	r.End(nil)
 }
 
-// BenchmarkTransportRequest measures the per-request cost of NewTransport
-// without a network: a base that answers from memory with a 10-event
-// stream, read to the end. by-hand is what a program pays without
-// NewTransport (Start, the round trip, NewReader on the body); transport
-// adds reading the request's model, the per-request attributes and the
-// decoder choice.
-func BenchmarkTransportRequest(b *testing.B) {
-	stream := chatStream(10)
-	body := &rewindBody{}
-	resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}}
-	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		body.Reset(stream)
-		resp.Body = body
-		return resp, nil
-	})
-	reqBody := strings.NewReader(benchBody)
-	req, _ := http.NewRequest(http.MethodPost, "http://llm/v1/chat/completions", reqBody)
-	req.Header.Set("Content-Type", "application/json")
-	buf := make([]byte, 4096)
-	once := func(rt http.RoundTripper) {
-		reqBody.Reset(benchBody)
-		resp, _ := rt.RoundTrip(req)
-		for {
-			if _, err := resp.Body.Read(buf); err != nil {
-				break
-			}
-		}
-		_ = resp.Body.Close()
-	}
-	newTracker := func(b *testing.B, opts ...Option) *Tracker {
-		tr, _ := NewTracker(append([]Option{WithMeterProvider(benchProvider(b)), WithRole(RoleClient), WithWindow(0, 0)}, opts...)...)
-		return tr
-	}
-	byHand := func(tr *Tracker) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			req := tr.Start(r.Context())
-			resp, err := base.RoundTrip(r)
-			if err != nil {
-				req.End(err)
-				return nil, err
-			}
-			resp.Body = NewReader(req, resp.Body, NewOpenAIDecoder())
+// BenchmarkTransportInMemory measures what NewTransport costs without a
+// network, where the machine's noise is smallest: a base that answers from
+// memory with a stream of n events, read to the end in 4 KiB Reads.
+// by-hand is what a program pays without NewTransport (Start, the round
+// trip, NewReader on the body with the OpenAI decoder); transport adds
+// reading the request's model, the per-request attributes and the decoder
+// choice. The bare, by-hand and transport sub-benchmarks give the
+// allocations; interleaved runs the three in each iteration and reports,
+// per event, the floor (by-hand minus bare) and the transport's overhead
+// (transport minus bare) and their ratio (target ≤ 1.10), and, per
+// request, what the transport adds to by-hand.
+func BenchmarkTransportInMemory(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		stream := chatStream(n)
+		body := &rewindBody{}
+		resp := &http.Response{StatusCode: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}}
+		base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			body.Reset(stream)
+			resp.Body = body
 			return resp, nil
 		})
-	}
-	for _, sub := range []struct {
-		name string
-		rt   func(b *testing.B) http.RoundTripper
-	}{
-		{"bare", func(*testing.B) http.RoundTripper { return base }},
-		{"by-hand", func(b *testing.B) http.RoundTripper { return byHand(newTracker(b, WithAttributes(staticAttrs...))) }},
-		{"transport", func(b *testing.B) http.RoundTripper { return NewTransport(newTracker(b), base) }},
-	} {
-		b.Run(sub.name, func(b *testing.B) {
-			rt := sub.rt(b)
-			b.ReportAllocs()
-			for b.Loop() {
-				once(rt)
+		reqBody := strings.NewReader(benchBody)
+		req, _ := http.NewRequest(http.MethodPost, "http://llm/v1/chat/completions", reqBody)
+		req.Header.Set("Content-Type", "application/json")
+		buf := make([]byte, 4096)
+		once := func(rt http.RoundTripper) {
+			reqBody.Reset(benchBody)
+			resp, _ := rt.RoundTrip(req)
+			for {
+				if _, err := resp.Body.Read(buf); err != nil {
+					break
+				}
 			}
+			_ = resp.Body.Close()
+		}
+		newTracker := func(b *testing.B, opts ...Option) *Tracker {
+			tr, _ := NewTracker(append([]Option{WithMeterProvider(benchProvider(b)), WithRole(RoleClient), WithWindow(0, 0)}, opts...)...)
+			return tr
+		}
+		byHand := func(tr *Tracker) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				req := tr.Start(r.Context())
+				resp, err := base.RoundTrip(r)
+				if err != nil {
+					req.End(err)
+					return nil, err
+				}
+				resp.Body = NewReader(req, resp.Body, NewOpenAIDecoder())
+				return resp, nil
+			})
+		}
+		prefix := "events=" + itoa(n) + "/"
+		for _, sub := range []struct {
+			name string
+			rt   func(b *testing.B) http.RoundTripper
+		}{
+			{"bare", func(*testing.B) http.RoundTripper { return base }},
+			{"by-hand", func(b *testing.B) http.RoundTripper { return byHand(newTracker(b, WithAttributes(staticAttrs...))) }},
+			{"transport", func(b *testing.B) http.RoundTripper { return NewTransport(newTracker(b), base) }},
+		} {
+			b.Run(prefix+sub.name, func(b *testing.B) {
+				rt := sub.rt(b)
+				b.ReportAllocs()
+				for b.Loop() {
+					once(rt)
+				}
+			})
+		}
+		b.Run(prefix+"interleaved", func(b *testing.B) {
+			hand, measured := byHand(newTracker(b, WithAttributes(staticAttrs...))), NewTransport(newTracker(b), base)
+			var s samples
+			i := 0
+			for b.Loop() {
+				t0 := time.Now()
+				once(base)
+				t1 := time.Now()
+				first, second := hand, measured
+				if i++; i%2 == 0 {
+					first, second = measured, hand
+				}
+				once(first)
+				t2 := time.Now()
+				once(second)
+				t3 := time.Now()
+				dHand, dMeasured := t2.Sub(t1), t3.Sub(t2)
+				if i%2 == 0 {
+					dHand, dMeasured = dMeasured, dHand
+				}
+				s.add(t1.Sub(t0), dHand, dMeasured)
+			}
+			s.report(b, n)
 		})
 	}
-	// Both measured paths, interleaved, for their difference.
-	b.Run("interleaved", func(b *testing.B) {
-		hand, measured := byHand(newTracker(b, WithAttributes(staticAttrs...))), NewTransport(newTracker(b), base)
-		var tHand, tMeasured time.Duration
-		for b.Loop() {
-			t0 := time.Now()
-			once(hand)
-			t1 := time.Now()
-			once(measured)
-			tHand += t1.Sub(t0)
-			tMeasured += time.Since(t1)
-		}
-		b.ReportMetric(float64(tHand.Nanoseconds())/float64(b.N), "by-hand-ns/request")
-		b.ReportMetric(float64(tMeasured.Nanoseconds())/float64(b.N), "transport-ns/request")
-		b.ReportMetric(float64((tMeasured-tHand).Nanoseconds())/float64(b.N), "overhead-ns/request")
-	})
 }
 
 func itoa(n int) string {
