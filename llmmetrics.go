@@ -13,20 +13,36 @@
 //
 // # Quick start
 //
-// Create one Tracker per process (or per upstream), then one [Request] per
-// call:
+// Create one Tracker per process (or per upstream), and give it to the
+// HTTP client that calls the model:
 //
 //	tracker, err := llmmetrics.NewTracker(
 //		llmmetrics.WithRole(llmmetrics.RoleClient),
-//		llmmetrics.WithAttributes(semconv.GenAIProviderNameOpenAI, semconv.GenAIRequestModel("gpt-4o")),
 //		llmmetrics.WithSLO(llmmetrics.SLO{TTFT: 200 * time.Millisecond, TPOT: 50 * time.Millisecond}),
 //	)
 //	...
+//	hc := &http.Client{Transport: llmmetrics.NewTransport(tracker, nil)}               // any client that takes an *http.Client
+//	client := openai.NewClient(option.WithMiddleware(llmmetrics.Middleware(tracker))) // openai-go v3, anthropic-sdk-go
+//
+// [NewTransport] and [Middleware] measure each call: streamed answers
+// (OpenAI-compatible, Anthropic) token by token, non-streaming JSON answers
+// by their usage, HTTP failures as errors with the status code as
+// error.type, with gen_ai.operation.name, gen_ai.provider.name and
+// gen_ai.request.model read from the request ([DetectProtocol] tells which
+// decoder an answer gets).
+//
+// For a transport of your own, start one [Request] per call and wrap the
+// body with [NewReader]:
+//
 //	req := tracker.Start(ctx)               // before sending: TTFT includes connect and queueing
-//	resp, err := http.DefaultClient.Do(httpReq)
+//	resp, err := httpClient.Do(httpReq)       // a client without NewTransport
 //	if err != nil {
 //		req.End(err)
 //		return err
+//	}
+//	if resp.StatusCode >= 400 {             // an error body is not a token stream
+//		req.End(&llmmetrics.HTTPStatusError{StatusCode: resp.StatusCode})
+//		return handleError(resp)
 //	}
 //	body := llmmetrics.NewReader(req, resp.Body, llmmetrics.NewOpenAIDecoder())
 //	defer body.Close()                      // ends the request if the caller stops early

@@ -1,0 +1,286 @@
+package llmmetrics
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
+	"github.com/llmmetrics/llmmetrics/internal/jsonstream"
+)
+
+// This file reads what the HTTP integrations need from a request: its
+// attributes, and the members of its JSON body that WithIncludeUsage
+// rewrites.
+
+// maxRequestBytes bounds how much of a request body is read ahead of
+// sending it (to find "model" or to add stream_options); a larger body is
+// sent unchanged.
+const maxRequestBytes = 4 << 20
+
+// maxModelBytes bounds a model name; a longer one becomes "_OTHER".
+const maxModelBytes = 256
+
+// otherModel is the gen_ai.request.model of a name outside the allowlist
+// (WithModels), too long, or not UTF-8.
+const otherModel = "_OTHER"
+
+// Members of a request body, by index in requestSchema.
+const (
+	rModel = iota
+	rStream
+	rStreamOptions
+	rIncludeUsage
+)
+
+var requestSchema = jsonstream.NewSchema(
+	jsonstream.Field{Path: "model", MaxString: maxModelBytes},
+	jsonstream.Field{Path: "stream"},
+	jsonstream.Field{Path: "stream_options"},
+	jsonstream.Field{Path: "stream_options.include_usage"},
+)
+
+var requestScanners = sync.Pool{New: func() any { return jsonstream.NewScanner(requestSchema) }}
+
+// httpCore is what NewTransport and Middleware share: the Tracker, the
+// options, and which automatic attributes the Tracker already has (those
+// are never overridden per request).
+type httpCore struct {
+	t                        *Tracker
+	cfg                      httpConfig
+	hasOp, hasProv, hasModel bool
+}
+
+func newHTTPCore(t *Tracker, opts []HTTPOption) *httpCore {
+	c := &httpCore{t: t, cfg: newHTTPConfig(opts)}
+	if t != nil {
+		for _, kv := range t.base.attrs {
+			switch kv.Key {
+			case semconv.GenAIOperationNameKey:
+				c.hasOp = true
+			case semconv.GenAIProviderNameKey:
+				c.hasProv = true
+			case semconv.GenAIRequestModelKey:
+				c.hasModel = true
+			}
+		}
+	}
+	return c
+}
+
+// endpointOf classifies the request's path, with WithProtocol applied.
+func (c *httpCore) endpointOf(req *http.Request) endpoint {
+	ep := classifyPath(req.URL.Path)
+	if c.cfg.hasProtocol {
+		ep.proto = c.cfg.protocol
+	}
+	return ep
+}
+
+// attrs returns the per-request attributes: gen_ai.operation.name,
+// gen_ai.provider.name and gen_ai.request.model where known and not set on
+// the Tracker, then those of WithRequestAttributes.
+func (c *httpCore) attrs(req *http.Request, ep endpoint, model string) []attribute.KeyValue {
+	var user []attribute.KeyValue
+	if c.cfg.reqAttrs != nil {
+		user = c.cfg.reqAttrs(req)
+	}
+	kvs := make([]attribute.KeyValue, 0, 3+len(user))
+	if ep.op.Valid() && !c.hasOp {
+		kvs = append(kvs, ep.op)
+	}
+	host := req.URL.Host
+	if host == "" {
+		host = req.Host
+	}
+	if p := providerOf(host, ep.proto); p.Valid() && !c.hasProv {
+		kvs = append(kvs, p)
+	}
+	if model != "" && !c.hasModel {
+		kvs = append(kvs, semconv.GenAIRequestModel(model))
+	}
+	return append(kvs, user...)
+}
+
+// modelName applies the allowlist and the bounds to a model name read from
+// a request ("" stays "").
+func modelName[T string | []byte](c *httpCore, m T, truncated bool) string {
+	switch {
+	case len(m) == 0:
+		return ""
+	case truncated || len(m) > maxModelBytes || !utf8.Valid([]byte(m)):
+		return otherModel
+	case c.cfg.models != nil:
+		if name, ok := c.cfg.models[string(m)]; ok {
+			return name
+		}
+		return otherModel
+	}
+	return string(m)
+}
+
+// prepare reads what is needed from req's JSON body — "model", unless the
+// path names it (Gemini), and with WithIncludeUsage whether to add
+// stream_options — and returns the request to send (req itself when its
+// body was not read, else a shallow copy whose Body replays what was read)
+// and the model name. req is never modified; its Body is read, and closed
+// when the copy's Body is.
+func (c *httpCore) prepare(req *http.Request, ep endpoint) (*http.Request, string) {
+	wantModel := !c.hasModel && !(ep.proto == ProtocolGemini && ep.pathModel != "")
+	inject := c.cfg.includeUsage && ep.streamOptions
+	if !(wantModel || inject) || !hasJSONBody(req) {
+		return req, modelName(c, ep.pathModel, false)
+	}
+	s := requestScanners.Get().(*jsonstream.Scanner)
+	defer requestScanners.Put(s)
+	s.Reset()
+	buf, err := readAhead(req.Body, req.ContentLength, s, inject)
+
+	model := modelName(c, ep.pathModel, false)
+	if v := &s.Values[rModel]; v.Kind == jsonstream.KindString && v.Complete {
+		model = modelName(c, v.Str, v.Truncated)
+	}
+	out := new(http.Request)
+	*out = *req
+	if inject && err == io.EOF && s.Done() && s.Values[rStream].Kind == jsonstream.KindTrue {
+		if body, ok := withIncludeUsage(buf, s); ok {
+			_ = req.Body.Close() // read to its end; the copy has a new body
+			out.Body = io.NopCloser(bytes.NewReader(body))
+			out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+			out.ContentLength = int64(len(body))
+			if req.Header.Get("Content-Length") != "" {
+				out.Header = req.Header.Clone()
+				out.Header.Set("Content-Length", strconv.Itoa(len(body)))
+			}
+			return out, model
+		}
+	}
+	if err == io.EOF || err == nil && req.ContentLength > 0 && int64(len(buf)) == req.ContentLength {
+		// The whole body was read: send it from memory, which net/http
+		// writes with the headers (a body of unknown type gets its own
+		// write after the headers, and costs the server a round of reads).
+		_ = req.Body.Close()
+		out.Body = io.NopCloser(bytes.NewReader(buf))
+		if out.GetBody == nil { // it can be replayed now (redirects, retries on a stale connection)
+			out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+		}
+		return out, model
+	}
+	rb := &replayBody{head: buf, rest: req.Body, c: req.Body}
+	if err != nil {
+		rb.rest = errReader{err} // the transport sees the same read error
+	}
+	out.Body = rb
+	return out, model
+}
+
+// hasJSONBody reports whether req has an uncompressed body that may be
+// JSON (Content-Type application/json, or none).
+func hasJSONBody(req *http.Request) bool {
+	// The header map is read directly: its keys are canonical.
+	if req.Body == nil || req.Body == http.NoBody || len(req.Header["Content-Encoding"]) > 0 {
+		return false
+	}
+	ct := req.Header["Content-Type"]
+	return len(ct) == 0 || mediaTypeOf(ct[0]) == mediaJSON
+}
+
+// readAhead reads body into a new buffer, feeding s, until the end of the
+// body (toEOF), or until s has the model or has stopped (!toEOF), or
+// maxRequestBytes. It returns what it read and the read error (io.EOF at
+// the end of the body); a nil error means the body goes on.
+func readAhead(body io.Reader, size int64, s *jsonstream.Scanner, toEOF bool) ([]byte, error) {
+	n := 4 << 10
+	if size > 0 {
+		n = int(min(size+1, maxRequestBytes+1)) // +1: room to see EOF without growing
+	}
+	buf := make([]byte, 0, n)
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > maxRequestBytes {
+				return buf, nil
+			}
+			next := make([]byte, len(buf), min(2*cap(buf), maxRequestBytes+1))
+			copy(next, buf)
+			buf = next
+		}
+		k, err := body.Read(buf[len(buf):cap(buf)])
+		if k > 0 {
+			s.Feed(buf[len(buf) : len(buf)+k])
+			buf = buf[:len(buf)+k]
+		}
+		if err != nil {
+			return buf, err
+		}
+		if s.Err() != nil || !toEOF && (s.Done() || s.Values[rModel].Complete) {
+			return buf, nil
+		}
+	}
+}
+
+// withIncludeUsage returns body with stream_options.include_usage set to
+// true, and whether it changed it; s has scanned all of body.
+func withIncludeUsage(body []byte, s *jsonstream.Scanner) ([]byte, bool) {
+	if s.Err() != nil || s.Root.Kind != jsonstream.KindObject {
+		return body, false
+	}
+	so := &s.Values[rStreamOptions]
+	switch so.Kind {
+	case jsonstream.KindNone: // add the member before the closing brace
+		ins := `,"stream_options":{"include_usage":true}`
+		if s.Root.Empty {
+			ins = ins[1:]
+		}
+		at := int(s.Root.End - 1)
+		return splice(body, at, at, ins), true
+	case jsonstream.KindObject: // merge into it
+		if s.Values[rIncludeUsage].Kind != jsonstream.KindNone {
+			return body, false // the caller said what they want
+		}
+		ins := `"include_usage":true`
+		if !so.Empty {
+			ins += ","
+		}
+		at := int(so.Start + 1)
+		return splice(body, at, at, ins), true
+	case jsonstream.KindNull: // "stream_options": null means none
+		return splice(body, int(so.Start), int(so.End), `{"include_usage":true}`), true
+	}
+	return body, false
+}
+
+// splice returns a new slice: b with b[from:to] replaced by ins.
+func splice(b []byte, from, to int, ins string) []byte {
+	out := make([]byte, 0, len(b)-(to-from)+len(ins))
+	out = append(out, b[:from]...)
+	out = append(out, ins...)
+	return append(out, b[to:]...)
+}
+
+// replayBody is a request body that was partly read ahead: it returns the
+// bytes read (head), then the rest of the original body; Close closes the
+// original.
+type replayBody struct {
+	head []byte
+	rest io.Reader // nil when the original body was read to its end
+	c    io.Closer
+}
+
+func (b *replayBody) Read(p []byte) (int, error) {
+	if len(b.head) > 0 {
+		n := copy(p, b.head)
+		b.head = b.head[n:]
+		return n, nil
+	}
+	if b.rest == nil {
+		return 0, io.EOF
+	}
+	return b.rest.Read(p)
+}
+
+func (b *replayBody) Close() error { return b.c.Close() }

@@ -1,0 +1,213 @@
+package llmmetrics
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/llmmetrics/llmmetrics/internal/jsonstream"
+)
+
+// This file holds the decoder of non-streaming JSON answers: it reads the
+// usage object on the side while the caller reads the body.
+
+// NewJSONDecoder returns a Decoder for one non-streaming JSON answer (a
+// response with Content-Type application/json): it finds the token counts
+// in the answer and reports them in one Frame, with HasUsage and Done, when
+// the top-level value closes. That frame carries no Tokens: a body that is
+// not a stream has no TTFT, TPOT or ITL, only E2EL and its token counts.
+//
+// It reads, from the top-level object:
+//
+//   - "usage" with "prompt_tokens" and "completion_tokens" (OpenAI chat
+//     completions, completions and embeddings); ReasoningTokens from
+//     "completion_tokens_details.reasoning_tokens", added to the output when
+//     "total_tokens" shows the provider left it out (xAI);
+//   - else "usage" with "input_tokens", "output_tokens" and, summed into the
+//     input, "cache_creation_input_tokens" and "cache_read_input_tokens"
+//     (the Responses API; Anthropic Messages, whose input_tokens excludes
+//     the cached part); ReasoningTokens from "output_tokens_details"
+//     ("reasoning_tokens", or Anthropic's "thinking_tokens");
+//   - else Gemini's "usageMetadata": input = promptTokenCount +
+//     toolUsePromptTokenCount, output = candidatesTokenCount +
+//     thoughtsTokenCount (Gemini counts thoughts apart from the candidates),
+//     ReasoningTokens = thoughtsTokenCount;
+//   - else Ollama's "prompt_eval_count" and "eval_count";
+//   - a non-null "error" member sets Frame.Err to a *StreamError (an error
+//     object sent with a success status): Type from "type" (else Gemini's
+//     "status"), Code from "code", Message from "message" (or the error
+//     itself when it is a string).
+//
+// Counts must be non-negative JSON integers to be read; where a member
+// appears twice the last one counts. The answer is scanned as it goes by, in
+// pieces of any size, with a fixed amount of memory whatever its size: the
+// caller's bytes are neither copied nor delayed. A body that is not JSON, or
+// that ends before its value does, is the stream's ErrMalformedFrame (Err,
+// and otel.Handle) and gives no frame. Bytes after the top-level value are
+// ignored. The options are accepted for symmetry and ignored.
+func NewJSONDecoder(opts ...DecoderOption) Decoder {
+	_ = newDecoderConfig(opts)
+	return &jsonDecoder{s: jsonstream.NewScanner(answerSchema)}
+}
+
+// Members of a JSON answer, by index in answerSchema.
+const (
+	jUsage = iota
+	jPromptTokens
+	jCompletionTokens
+	jTotalTokens
+	jCompletionDetails
+	jCompletionReasoning
+	jInputTokens
+	jOutputTokens
+	jCacheCreation
+	jCacheRead
+	jOutputDetails
+	jOutputReasoning
+	jOutputThinking
+	jUsageMetadata
+	jPromptTokenCount
+	jCandidatesTokenCount
+	jThoughtsTokenCount
+	jToolUsePromptTokenCount
+	jPromptEvalCount
+	jEvalCount
+	jError
+	jErrorType
+	jErrorCode
+	jErrorMessage
+	jErrorStatus
+)
+
+// maxErrorText bounds each text kept from an error object.
+const maxErrorText = 256
+
+var answerSchema = jsonstream.NewSchema(
+	jsonstream.Field{Path: "usage"},
+	jsonstream.Field{Path: "usage.prompt_tokens"},
+	jsonstream.Field{Path: "usage.completion_tokens"},
+	jsonstream.Field{Path: "usage.total_tokens"},
+	jsonstream.Field{Path: "usage.completion_tokens_details"},
+	jsonstream.Field{Path: "usage.completion_tokens_details.reasoning_tokens"},
+	jsonstream.Field{Path: "usage.input_tokens"},
+	jsonstream.Field{Path: "usage.output_tokens"},
+	jsonstream.Field{Path: "usage.cache_creation_input_tokens"},
+	jsonstream.Field{Path: "usage.cache_read_input_tokens"},
+	jsonstream.Field{Path: "usage.output_tokens_details"},
+	jsonstream.Field{Path: "usage.output_tokens_details.reasoning_tokens"},
+	jsonstream.Field{Path: "usage.output_tokens_details.thinking_tokens"},
+	jsonstream.Field{Path: "usageMetadata"},
+	jsonstream.Field{Path: "usageMetadata.promptTokenCount"},
+	jsonstream.Field{Path: "usageMetadata.candidatesTokenCount"},
+	jsonstream.Field{Path: "usageMetadata.thoughtsTokenCount"},
+	jsonstream.Field{Path: "usageMetadata.toolUsePromptTokenCount"},
+	jsonstream.Field{Path: "prompt_eval_count"},
+	jsonstream.Field{Path: "eval_count"},
+	jsonstream.Field{Path: "error", MaxString: maxErrorText},
+	jsonstream.Field{Path: "error.type", MaxString: 64},
+	jsonstream.Field{Path: "error.code", MaxString: 64},
+	jsonstream.Field{Path: "error.message", MaxString: maxErrorText},
+	jsonstream.Field{Path: "error.status", MaxString: 64},
+)
+
+var space = []byte{' '}
+
+type jsonDecoder struct {
+	problems
+	s       *jsonstream.Scanner
+	stopped bool
+}
+
+// Decode implements Decoder.
+func (d *jsonDecoder) Decode(p []byte, emit func(Frame)) {
+	if d.stopped || len(p) == 0 {
+		return
+	}
+	d.s.Feed(p)
+	d.check(emit)
+}
+
+// Flush implements Decoder: it completes a top-level number and reports an
+// answer that ended before its end.
+func (d *jsonDecoder) Flush(emit func(Frame)) {
+	if d.stopped {
+		return
+	}
+	d.s.Feed(space) // ends a top-level number, as EOF does
+	if d.check(emit) {
+		return
+	}
+	d.stopped = true
+	d.report(fmt.Errorf("%w: json answer ended after %d bytes, before the end of its value", ErrMalformedFrame, d.s.Offset()))
+}
+
+// check emits the frame once the value is complete and reports a syntax
+// error; it reports whether decoding stopped.
+func (d *jsonDecoder) check(emit func(Frame)) bool {
+	switch {
+	case d.s.Done():
+		d.stopped = true
+		emit(d.frame())
+	case d.s.Err() != nil:
+		d.stopped = true
+		d.report(fmt.Errorf("%w: json answer: %w", ErrMalformedFrame, d.s.Err()))
+	}
+	return d.stopped
+}
+
+func (d *jsonDecoder) frame() Frame {
+	v := d.s.Values
+	f := Frame{Done: true}
+	has := func(i int) bool { return v[i].IntOK }
+	get := func(i int) int {
+		if v[i].IntOK {
+			return v[i].Int
+		}
+		return 0
+	}
+	switch {
+	case has(jPromptTokens) || has(jCompletionTokens):
+		f.HasUsage, f.InputTokens, f.OutputTokens = true, get(jPromptTokens), get(jCompletionTokens)
+		f.ReasoningTokens = get(jCompletionReasoning)
+		if r := f.ReasoningTokens; r > 0 && has(jTotalTokens) && get(jTotalTokens) == satAdd(satAdd(f.InputTokens, f.OutputTokens), r) {
+			f.OutputTokens = satAdd(f.OutputTokens, r) // xAI: reasoning beside completion_tokens
+		}
+	case has(jInputTokens) || has(jOutputTokens) || has(jCacheCreation) || has(jCacheRead):
+		f.HasUsage = true
+		f.InputTokens = satAdd(satAdd(get(jInputTokens), get(jCacheCreation)), get(jCacheRead))
+		f.OutputTokens = get(jOutputTokens)
+		f.ReasoningTokens = max(get(jOutputReasoning), get(jOutputThinking))
+	case has(jPromptTokenCount) || has(jCandidatesTokenCount) || has(jThoughtsTokenCount) || has(jToolUsePromptTokenCount):
+		f.HasUsage = true
+		f.InputTokens = satAdd(get(jPromptTokenCount), get(jToolUsePromptTokenCount))
+		f.OutputTokens = satAdd(get(jCandidatesTokenCount), get(jThoughtsTokenCount))
+		f.ReasoningTokens = get(jThoughtsTokenCount)
+	case has(jPromptEvalCount) || has(jEvalCount):
+		f.HasUsage, f.InputTokens, f.OutputTokens = true, get(jPromptEvalCount), get(jEvalCount)
+	}
+	switch e := &v[jError]; e.Kind {
+	case jsonstream.KindNone, jsonstream.KindNull, jsonstream.KindFalse:
+	case jsonstream.KindString:
+		if e.End-e.Start > 2 { // not ""
+			f.Err = &StreamError{Message: string(e.Str)}
+		}
+	default:
+		typ := d.text(jErrorType)
+		if typ == "" {
+			typ = d.text(jErrorStatus) // Gemini: "RESOURCE_EXHAUSTED"
+		}
+		f.Err = &StreamError{Type: typ, Code: d.text(jErrorCode), Message: d.text(jErrorMessage)}
+	}
+	return f
+}
+
+// text returns a captured string, or a captured integer in decimal.
+func (d *jsonDecoder) text(i int) string {
+	v := &d.s.Values[i]
+	switch {
+	case v.Kind == jsonstream.KindString:
+		return string(v.Str)
+	case v.IntOK:
+		return strconv.Itoa(v.Int)
+	}
+	return ""
+}

@@ -1,0 +1,196 @@
+package llmmetrics
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// jsonFrames decodes pieces with a fresh JSON decoder and returns the frames.
+func jsonFrames(pieces ...[]byte) []Frame {
+	d := NewJSONDecoder()
+	var out []Frame
+	emit := func(f Frame) { out = append(out, f) }
+	for _, p := range pieces {
+		d.Decode(p, emit)
+	}
+	d.Flush(emit)
+	return out
+}
+
+func TestJSONDecoderFixtures(t *testing.T) {
+	// Expected counts: /work/notes/wire-formats.md part D (hand-computed
+	// there from each fixture's usage object).
+	tests := []struct {
+		file               string
+		in, out, reasoning int
+		errType, errCode   string // a *StreamError's, for error bodies
+	}{
+		{"json/openai_chat_completion.json", 1180, 275, 256, "", ""},
+		{"json/openai_completion.json", 5, 7, 0, "", ""},
+		{"json/openai_response.json", 40, 150, 128, "", ""},
+		{"json/openai_embeddings.json", 8, 0, 0, "", ""},
+		{"json/anthropic_message.json", 48 + 2051 + 0, 58, 41, "", ""},
+		{"json/gemini_generate_content.json", 2071, 25 + 306, 306, "", ""},
+		{"gemini/generate_content_function_call.json", 41, 7 + 412, 412, "", ""},
+		{"json/ollama_chat.json", 19, 9, 0, "", ""},
+		{"json/ollama_generate.json", 26, 11, 0, "", ""},
+		{"json/openai_error_429.json", 0, 0, 0, "tokens", "rate_limit_exceeded"},
+		{"json/anthropic_error_429.json", 0, 0, 0, "rate_limit_error", ""},
+		{"json/gemini_error_429.json", 0, 0, 0, "RESOURCE_EXHAUSTED", "429"},
+		{"json/openai_error_200.json", 0, 0, 0, "invalid_request_error", "model_not_found"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			errs := otelErrors(t)
+			data, err := os.ReadFile(filepath.Join("testdata", tc.file))
+			require.NoError(t, err)
+			orig := bytes.Clone(data)
+			whole := jsonFrames(data)
+			require.Len(t, whole, 1)
+			f := whole[0]
+			assert.True(t, f.Done)
+			assert.Zero(t, f.Tokens, "a JSON answer carries no stream tokens")
+			if tc.errType != "" || tc.errCode != "" {
+				var se *StreamError
+				require.ErrorAs(t, f.Err, &se)
+				assert.Equal(t, tc.errType, se.Type)
+				assert.Equal(t, tc.errCode, se.Code)
+				assert.NotEmpty(t, se.Message)
+				assert.False(t, f.HasUsage)
+			} else {
+				assert.NoError(t, f.Err)
+				assert.Equal(t, Frame{HasUsage: true, InputTokens: tc.in, OutputTokens: tc.out, ReasoningTokens: tc.reasoning, Done: true}, f)
+			}
+			for cut := 0; cut <= len(data); cut++ {
+				require.Equal(t, whole, jsonFrames(data[:cut], data[cut:]), "split at byte %d", cut)
+			}
+			bytewise := make([][]byte, len(data))
+			for i := range data {
+				bytewise[i] = data[i : i+1]
+			}
+			assert.Equal(t, whole, jsonFrames(bytewise...))
+			assert.Equal(t, orig, data, "the decoder does not modify its input")
+			assert.Empty(t, errs())
+		})
+	}
+}
+
+func TestJSONDecoderCases(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		want []Frame
+		errs int // reports through otel.Handle
+	}{
+		{"no usage", `{"id":"x","choices":[]}`, []Frame{{Done: true}}, 0},
+		{"usage null", `{"usage":null}`, []Frame{{Done: true}}, 0},
+		{"last usage wins", `{"usage":{"prompt_tokens":1,"completion_tokens":2},"usage":{"prompt_tokens":3}}`,
+			[]Frame{{HasUsage: true, InputTokens: 3, Done: true}}, 0},
+		{"nested usage is not the answer's", `{"data":{"usage":{"prompt_tokens":1}}}`, []Frame{{Done: true}}, 0},
+		{"non-integer counts are absent", `{"usage":{"prompt_tokens":1.5,"completion_tokens":"7"}}`, []Frame{{Done: true}}, 0},
+		{"negative count", `{"usage":{"completion_tokens":-2,"prompt_tokens":4}}`, []Frame{{HasUsage: true, InputTokens: 4, Done: true}}, 0},
+		{"xAI: reasoning beside completion_tokens", `{"usage":{"prompt_tokens":10,"completion_tokens":1328,"total_tokens":1645,"completion_tokens_details":{"reasoning_tokens":307}}}`,
+			[]Frame{{HasUsage: true, InputTokens: 10, OutputTokens: 1328 + 307, ReasoningTokens: 307, Done: true}}, 0},
+		{"OpenAI: reasoning inside completion_tokens", `{"usage":{"prompt_tokens":20,"completion_tokens":214,"total_tokens":234,"completion_tokens_details":{"reasoning_tokens":192}}}`,
+			[]Frame{{HasUsage: true, InputTokens: 20, OutputTokens: 214, ReasoningTokens: 192, Done: true}}, 0},
+		{"ollama without prompt_eval_count (cached prompt)", `{"done":true,"eval_count":12}`,
+			[]Frame{{HasUsage: true, OutputTokens: 12, Done: true}}, 0},
+		{"error object with success status", `{"error":{"message":"no such model","type":"invalid_request_error","param":null,"code":"model_not_found"}}`,
+			[]Frame{{Done: true, Err: &StreamError{Type: "invalid_request_error", Code: "model_not_found", Message: "no such model"}}}, 0},
+		{"numeric error code (vLLM)", `{"object":"error","error":{"message":"bad","type":"BadRequestError","code":400}}`,
+			[]Frame{{Done: true, Err: &StreamError{Type: "BadRequestError", Code: "400", Message: "bad"}}}, 0},
+		{"error string", `{"error":"model not found"}`, []Frame{{Done: true, Err: &StreamError{Message: "model not found"}}}, 0},
+		{"error null, false or empty", `{"error":null,"x":{"error":1}}`, []Frame{{Done: true}}, 0},
+		{"error false", `{"error":false}`, []Frame{{Done: true}}, 0},
+		{"error empty", `{"error":""}`, []Frame{{Done: true}}, 0},
+		{"top-level array", `[{"usage":{"prompt_tokens":1}}]`, []Frame{{Done: true}}, 0},
+		{"top-level number", `12`, []Frame{{Done: true}}, 0},
+		{"trailing bytes ignored", `{"eval_count":1} garbage`, []Frame{{HasUsage: true, OutputTokens: 1, Done: true}}, 0},
+		{"not JSON", `<html>bad gateway</html>`, nil, 1},
+		{"cut short", `{"usage":{"prompt_tokens":1`, nil, 1},
+		{"empty body", ``, nil, 1},
+		{"SSE sent as JSON", "data: {}\n\n", nil, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := otelErrors(t)
+			assert.Equal(t, tc.want, jsonFrames([]byte(tc.in)))
+			got := errs()
+			assert.Len(t, got, tc.errs)
+			for _, err := range got {
+				assert.ErrorIs(t, err, ErrMalformedFrame)
+			}
+			d := NewJSONDecoder()
+			d.Decode([]byte(tc.in), func(Frame) {})
+			d.Flush(func(Frame) {})
+			if tc.errs > 0 {
+				assert.ErrorIs(t, d.Err(), ErrMalformedFrame, "Err tells the problem")
+			} else {
+				assert.NoError(t, d.Err())
+			}
+		})
+	}
+}
+
+func TestJSONDecoderLongAnswerBoundedMemory(t *testing.T) {
+	// A 4 MiB answer is scanned with the decoder's fixed memory.
+	content := strings.Repeat("token ", 700_000)
+	body := []byte(`{"choices":[{"message":{"content":"` + content + `"}}],"usage":{"prompt_tokens":3,"completion_tokens":700000}}`)
+	d := NewJSONDecoder()
+	var got []Frame
+	emit := func(f Frame) { got = append(got, f) }
+	allocs := testing.AllocsPerRun(1, func() {
+		for p := body; len(p) > 0; p = p[min(len(p), 32<<10):] {
+			d.Decode(p[:min(len(p), 32<<10)], emit)
+		}
+	})
+	assert.Equal(t, []Frame{{HasUsage: true, InputTokens: 3, OutputTokens: 700000, Done: true}}, got[:1])
+	assert.LessOrEqual(t, allocs, 1.0, "only the emitted frame's slice may grow")
+}
+
+func TestJSONDecoderDecodeAllocs(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "json", "openai_chat_completion.json"))
+	require.NoError(t, err)
+	d := NewJSONDecoder().(*jsonDecoder)
+	var f Frame
+	emit := func(fr Frame) { f = fr }
+	allocs := testing.AllocsPerRun(100, func() {
+		d.s.Reset()
+		d.stopped = false
+		for p := data; len(p) > 0; p = p[min(len(p), 64):] {
+			d.Decode(p[:min(len(p), 64)], emit)
+		}
+	})
+	assert.Zero(t, allocs)
+	assert.Equal(t, 275, f.OutputTokens)
+}
+
+func FuzzJSONDecoder(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "json", "*.json"))
+	more, _ := filepath.Glob(filepath.Join("testdata", "gemini", "*.json"))
+	files = append(files, more...)
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err == nil {
+			f.Add(b, uint16(7))
+		}
+	}
+	f.Add([]byte(`{"usage":{"input_tokens":1,"cache_read_input_tokens":9223372036854775807}}`), uint16(3))
+	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
+		whole := jsonFrames(data)
+		require.LessOrEqual(t, len(whole), 1, "one frame at most")
+		for _, fr := range whole {
+			require.True(t, fr.Done)
+			require.Zero(t, fr.Tokens, "a JSON answer is not a stream")
+			require.GreaterOrEqual(t, fr.InputTokens, 0)
+			require.GreaterOrEqual(t, fr.OutputTokens, 0)
+		}
+		c := int(cut) % (len(data) + 1)
+		require.Equal(t, whole, jsonFrames(data[:c], data[c:]), "split at %d", c)
+	})
+}

@@ -1,0 +1,156 @@
+package llmmetrics
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+)
+
+// NewTransport returns an http.RoundTripper that measures with t every LLM
+// request sent through base (nil base: http.DefaultTransport, looked up at
+// each round trip), for any client that takes an *http.Client:
+//
+//	hc := &http.Client{Transport: llmmetrics.NewTransport(tracker, nil)}
+//
+// Each round trip is one request, from the moment RoundTrip is called (TTFT
+// includes connecting and queueing) until the response body ends:
+//
+//   - a transport error ends it at once: OutcomeError, or OutcomeCanceled
+//     when the request's context is done;
+//   - a status of 400 or more ends it when the headers arrive: OutcomeError
+//     with error.type the status code ("429"); the response is returned
+//     unchanged (an error body is not a token stream);
+//   - a 1xx (a protocol upgrade) or 3xx status, or a response without a
+//     body, ends it at once with OutcomeOK;
+//   - otherwise the body is wrapped as by NewReader, with the Decoder that
+//     DetectProtocol chooses from the request path and the Content-Type
+//     (see WithProtocol, WithDecoder): the caller reads the same bytes with
+//     no added delay, and the request ends exactly once, at EOF, on a read
+//     error, when the context is done, or at Close (OutcomeCanceled when
+//     the body is closed before the protocol's end marker arrived).
+//     A non-streaming JSON answer is measured by NewJSONDecoder: E2EL and
+//     its usage, no TTFT. A body that is still compressed (the caller set
+//     Accept-Encoding itself) is not decoded: outcome and E2EL only.
+//
+// The request's measurements carry gen_ai.operation.name (from the path),
+// gen_ai.provider.name (from the host, else the protocol) and
+// gen_ai.request.model (from the body's "model", or the path for Gemini),
+// unless the Tracker's own attributes (WithAttributes) set them, then the
+// attributes of WithRequestAttributes; see also WithModels. To read the
+// model, the start of a JSON request body is read before it is sent (up to
+// the "model" member, at most 4 MiB) and replayed to base.
+//
+// The caller's request is never modified: when its body must be replayed
+// or rewritten (WithIncludeUsage), base gets a copy. Only POST requests are
+// measured unless WithFilter says otherwise. A client that retries (as the
+// OpenAI and Anthropic SDKs do) sends each attempt through the transport:
+// each attempt is its own request (a 503 then a success count as one
+// failed and one successful request). A nil Tracker measures nothing.
+//
+// The returned RoundTripper is safe for concurrent use if base is.
+func NewTransport(t *Tracker, base http.RoundTripper, opts ...HTTPOption) http.RoundTripper {
+	return &transport{core: newHTTPCore(t, opts), base: base}
+}
+
+type transport struct {
+	core *httpCore
+	base http.RoundTripper
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return t.core.roundTrip(req, base)
+}
+
+// CloseIdleConnections closes the idle connections of the base transport,
+// if it can (http.Client.CloseIdleConnections calls it).
+func (t *transport) CloseIdleConnections() {
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	if c, ok := base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// Middleware returns a function that measures with t every LLM request
+// passed through it, as NewTransport does; next sends the request. Its type
+// is that of the option.Middleware of github.com/openai/openai-go (v3) and
+// github.com/anthropics/anthropic-sdk-go (aliases of this function type),
+// so it goes straight into their option.WithMiddleware:
+//
+//	client := openai.NewClient(option.WithMiddleware(llmmetrics.Middleware(tracker)))
+//
+// The SDKs run their middleware once per attempt, so each retry is its own
+// request. The returned function is safe for concurrent use.
+func Middleware(t *Tracker, opts ...HTTPOption) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	c := newHTTPCore(t, opts)
+	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+		return c.roundTrip(req, nextFunc(next))
+	}
+}
+
+// nextFunc makes a middleware's next function a RoundTripper (a func value
+// converts to an interface without allocating).
+type nextFunc func(*http.Request) (*http.Response, error)
+
+func (f nextFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// errNoResponse ends a request whose round trip returned neither a response
+// nor an error (a broken RoundTripper or middleware).
+var errNoResponse = errors.New("llmmetrics: round trip returned no response and no error")
+
+// roundTrip measures one round trip of req through next.
+func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.Response, error) {
+	if c.t == nil || !c.cfg.filter(req) {
+		return next.RoundTrip(req)
+	}
+	start := c.t.cfg.now()
+	ep := c.endpointOf(req)
+	out, model := c.prepare(req, ep)
+	ctx := req.Context()
+	r := c.t.StartAt(ctx, start, c.attrs(req, ep, model)...)
+
+	resp, err := next.RoundTrip(out)
+	switch {
+	case err != nil:
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			err = ctxErr // the cause, whatever the transport made of it
+		}
+		r.End(err)
+		return resp, err
+	case resp == nil:
+		r.End(errNoResponse)
+		return resp, err
+	case resp.StatusCode >= 400:
+		r.End(&HTTPStatusError{StatusCode: resp.StatusCode})
+		return resp, nil
+	case resp.StatusCode < 200 || resp.StatusCode >= 300 || resp.Body == nil || resp.Body == http.NoBody:
+		// Not an answer to decode. A 101's body is the upgraded
+		// connection, an io.ReadWriteCloser that must stay one (otelhttp's
+		// transport.go keeps the Write method for it); it is returned as is.
+		r.End(nil)
+		return resp, nil
+	}
+	resp.Body = NewReader(r, resp.Body, c.decoder(req, resp, ep))
+	return resp, nil
+}
+
+// decoder returns the Decoder of a response: WithDecoder's, else the
+// automatic choice; nil (no frames) for a body still compressed (the
+// caller asked for an encoding itself, so net/http did not decode it).
+func (c *httpCore) decoder(req *http.Request, resp *http.Response, ep endpoint) Decoder {
+	if c.cfg.decoder != nil {
+		if d := c.cfg.decoder(req, resp); d != nil {
+			return d
+		}
+	}
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return nil
+	}
+	return chooseProtocol(ep, resp.Header.Get("Content-Type")).NewDecoder()
+}
