@@ -563,3 +563,46 @@ func (d *jsonArrayDecoder) Flush(emit func(Frame)) {
 		emit(Frame{})
 	}
 }
+
+// geminiAutoDecoder picks the framing of a Gemini answer from its first
+// byte that is not white space: '[' is the streamed JSON array of
+// streamGenerateContent without alt=sse (and a lone '{' a generateContent
+// answer), anything else the alt=sse event stream. It holds no bytes: the
+// first Decode call that sees such a byte builds the decoder and hands it
+// every byte from then on, so the frames are those of the chosen decoder.
+type geminiAutoDecoder struct {
+	opts []DecoderOption
+	dec  Decoder
+}
+
+func (d *geminiAutoDecoder) Decode(p []byte, emit func(Frame)) {
+	if d.dec == nil {
+		i := 0
+		for i < len(p) && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n') {
+			i++
+		}
+		if i == len(p) {
+			return // only white space so far: neither framing gives it a frame
+		}
+		if p[i] == '[' || p[i] == '{' {
+			d.dec = NewGeminiArrayDecoder(d.opts...)
+		} else {
+			d.dec = NewGeminiDecoder(d.opts...)
+		}
+		p = p[i:]
+	}
+	d.dec.Decode(p, emit)
+}
+
+func (d *geminiAutoDecoder) Flush(emit func(Frame)) {
+	if d.dec != nil {
+		d.dec.Flush(emit)
+	}
+}
+
+func (d *geminiAutoDecoder) Err() error {
+	if d.dec != nil {
+		return d.dec.Err()
+	}
+	return nil
+}

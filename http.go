@@ -64,9 +64,11 @@ func (p Protocol) String() string {
 }
 
 // NewDecoder returns a new Decoder for one answer in protocol p, built with
-// opts. It returns nil (no frames: only the outcome and E2EL are measured)
-// for a protocol whose decoder this version does not have yet: ProtocolGemini
-// and ProtocolOllama.
+// opts. ProtocolGemini's decoder takes its framing from the body's first
+// byte that is not white space: '[' (or '{') is the JSON array that
+// streamGenerateContent sends without alt=sse (NewGeminiArrayDecoder),
+// anything else the alt=sse event stream (NewGeminiDecoder). An invalid p
+// gives nil (no frames: only the outcome and E2EL are measured).
 func (p Protocol) NewDecoder(opts ...DecoderOption) Decoder {
 	switch p {
 	case ProtocolOpenAI:
@@ -74,12 +76,9 @@ func (p Protocol) NewDecoder(opts ...DecoderOption) Decoder {
 	case ProtocolAnthropic:
 		return NewAnthropicDecoder(opts...)
 	case ProtocolGemini:
-		// TODO(lead): return NewGeminiDecoder(opts...) (SSE and JSON array)
-		// when gemini.go lands.
-		return nil
+		return &geminiAutoDecoder{opts: opts}
 	case ProtocolOllama:
-		// TODO(lead): return the NDJSON decoder of ndjson.go when it lands.
-		return nil
+		return NewOllamaDecoder(opts...)
 	case ProtocolJSON:
 		return NewJSONDecoder(opts...)
 	case ProtocolUnknown:
