@@ -25,7 +25,7 @@
 //	client := openai.NewClient(option.WithMiddleware(llmmetrics.Middleware(tracker))) // openai-go v3, anthropic-sdk-go
 //
 // [NewTransport] and [Middleware] measure each call: streamed answers
-// (OpenAI-compatible, Anthropic) token by token, non-streaming JSON answers
+// (OpenAI-compatible, Anthropic, Gemini, Ollama) token by token, non-streaming JSON answers
 // by their usage, HTTP failures as errors with the status code as
 // error.type, with gen_ai.operation.name, gen_ai.provider.name and
 // gen_ai.request.model read from the request ([DetectProtocol] tells which
