@@ -65,8 +65,8 @@
 //
 // [Summarize] gives the numbers of vllm bench serve (counts, token totals,
 // throughputs, request goodput, mean/median/std/percentiles of TTFT, TPOT,
-// ITL and E2EL) plus token goodput, attainment per threshold and both TPOT
-// means; [Objective] checks "p95 ttft<=200ms"; [CostPerMillionTokens] and
+// ITL and E2EL) plus the TTFO distribution and reasoning tokens, token
+// goodput, attainment per threshold and both TPOT means; [Objective] checks "p95 ttft<=200ms"; [CostPerMillionTokens] and
 // [Price] price a run; [FindSaturation] finds where a load test stops
 // scaling. An empty sample set is reported as empty (Count 0), never as 0.
 //
