@@ -13,11 +13,16 @@ import (
 //     prompt); its usage.output_tokens is a placeholder (usually 1) and is
 //     ignored, so a stream cut before message_delta keeps its chunk count;
 //   - content_block_delta: a text_delta, thinking_delta or input_json_delta
-//     with non-empty text carries 1 token (a lower bound); signature_delta
-//     carries none;
-//   - message_delta: HasUsage with the cumulative usage.output_tokens (input
-//     counts kept from message_start unless the event sends its own);
-//   - message_stop: Done; error: Err; ping and the other events: nothing.
+//     with non-empty text carries 1 token (a lower bound), reasoning for
+//     thinking_delta (Frame.Reasoning); signature_delta carries none;
+//   - message_delta: HasUsage with the cumulative usage.output_tokens, which
+//     includes thinking (input counts kept from message_start unless the
+//     event sends its own), and ReasoningTokens from
+//     usage.output_tokens_details.thinking_tokens (anthropic-sdk-go v1.46.0
+//     and later, MessageDeltaUsage: "output_tokens remains the inclusive,
+//     authoritative total"; 0 when absent, as in older streams);
+//   - message_stop: Done; error: Err (with whatever else the event carries);
+//     ping and the other events: nothing.
 //
 // Data that is not a JSON object is a malformed frame (ErrMalformedFrame, see
 // Decoder.Err) and carries nothing. The options are WithMaxFrameBytes.
@@ -44,37 +49,43 @@ func (a *anthropicInterp) frame(f *anthropicFacts, data []byte) (Frame, error) {
 	if f == nil {
 		return Frame{}, malformed("anthropic", data, "is not a JSON object")
 	}
-	if f.err || f.typ == anthError {
-		return Frame{Err: parseStreamError(data, errTopLevel)}, nil
-	}
+	var fr Frame
 	switch f.typ {
 	case anthMessageStart:
-		return a.input(&f.msgUsage), nil
+		fr = a.input(&f.msgUsage)
 	case anthContentBlockDelta:
 		if f.delta.carries() {
-			return Frame{Tokens: 1}, nil
+			fr = Frame{Tokens: 1, Reasoning: f.delta.typ == anthThinkingDelta}
 		}
 	case anthMessageDelta:
-		return a.usage(&f.usage), nil
+		fr = a.usage(&f.usage)
 	case anthMessageStop:
-		return Frame{Done: true}, nil
+		fr = Frame{Done: true}
 	}
-	return Frame{}, nil
+	if f.err || f.typ == anthError {
+		fr.Err = parseStreamError(data, errTopLevel)
+	}
+	return fr, nil
 }
 
-// The counts of an Anthropic usage object, by index in anthUsageNames.
+// The counts of an Anthropic usage object, by index in anthUsage.
 const (
 	anthInput = iota
 	anthOutput
 	anthCacheCreation
 	anthCacheRead
+	anthThinking // output_tokens_details.thinking_tokens
 )
 
-var anthUsageNames = []string{
-	anthInput:         "input_tokens",
-	anthOutput:        "output_tokens",
-	anthCacheCreation: "cache_creation_input_tokens",
-	anthCacheRead:     "cache_read_input_tokens",
+var anthUsage = usageShape{
+	names: []string{
+		anthInput:         "input_tokens",
+		anthOutput:        "output_tokens",
+		anthCacheCreation: "cache_creation_input_tokens",
+		anthCacheRead:     "cache_read_input_tokens",
+	},
+	details:   "output_tokens_details",
+	reasoning: []string{"thinking_tokens"},
 }
 
 // prompt returns whether u has an input count, and the whole prompt: fresh,
@@ -106,7 +117,7 @@ func (a *anthropicInterp) usage(u *jsonscan.Ints) Frame {
 	if u.Has[anthOutput] {
 		a.out = u.Val[anthOutput]
 	}
-	return Frame{HasUsage: true, InputTokens: a.in, OutputTokens: a.out}
+	return Frame{HasUsage: true, InputTokens: a.in, OutputTokens: a.out, ReasoningTokens: u.Get(anthThinking)}
 }
 
 func satAdd(a, b int) int {
@@ -160,7 +171,7 @@ type anthropicFacts struct {
 	typ      anthKind      // top-level "type"
 	err      bool          // top-level "error" is present and not null
 	delta    anthDelta     // top-level "delta" object (content_block_delta)
-	usage    jsonscan.Ints // top-level "usage" (message_delta; anthUsageNames)
+	usage    jsonscan.Ints // top-level "usage" (message_delta; anthUsage)
 	msgUsage jsonscan.Ints // "message": {"usage": ...} (message_start)
 }
 
@@ -206,9 +217,9 @@ func walkAnthropic(j *jsonscan.Scanner, i int, f *anthropicFacts) (int, bool) {
 				i, ok = j.Skip(i, 1)
 			}
 		case "usage":
-			i, ok = j.Ints(i, 1, anthUsageNames, &f.usage)
+			i, ok = walkUsage(j, i, 1, &anthUsage, &f.usage)
 		case "message":
-			i, ok = walkUsageHolder(j, i, 1, anthUsageNames, &f.msgUsage)
+			i, ok = walkUsageHolder(j, i, 1, &anthUsage, &f.msgUsage)
 		default:
 			i, ok = j.Skip(i, 1)
 		}

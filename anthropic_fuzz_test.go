@@ -27,9 +27,9 @@ func refAnthropicFacts(data []byte) (anthropicFacts, bool) {
 		nonEmpty := func(k string) bool { s, _ := d[k].(string); return s != "" }
 		f.delta.text, f.delta.thinking, f.delta.partialJSON = nonEmpty("text"), nonEmpty("thinking"), nonEmpty("partial_json")
 	}
-	f.usage = refInts(m["usage"], anthUsageNames)
+	f.usage = refUsage(m["usage"], &anthUsage)
 	if r, ok := m["message"].(map[string]any); ok {
-		f.msgUsage = refInts(r["usage"], anthUsageNames)
+		f.msgUsage = refUsage(r["usage"], &anthUsage)
 	}
 	return f, true
 }
@@ -59,6 +59,7 @@ func FuzzAnthropicFacts(f *testing.F) {
 		`{"type":"message_start","message":{"usage":{"input_tokens":1e2,"cache_read_input_tokens":-1,"output_tokens":9223372036854775808}}}`,
 		`{"type":"\u0065rror","error":null,"delta":"x"}`,
 		`{"type":"message_delta","usage":{"output_tokens":3},"usage":7}`,
+		`{"type":"message_delta","usage":{"output_tokens":3,"output_tokens_details":{"thinking_tokens":2},"output_tokens_details":null}}`,
 	} {
 		f.Add([]byte(s))
 	}

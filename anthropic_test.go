@@ -18,7 +18,8 @@ func TestAnthropicDecoderFrames(t *testing.T) {
 		{"message_start sums the prompt and ignores its placeholder output count", start, []frameView{{HasInput: true, In: 35}}},
 		{"text_delta", ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`), []frameView{{Tokens: 1}}},
 		{"empty text_delta", ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}`), []frameView{{}}},
-		{"thinking_delta", ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`), []frameView{{Tokens: 1}}},
+		{"thinking_delta", ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`), []frameView{{Tokens: 1, Reasoning: true}}},
+		{"empty thinking_delta", ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":""}}`), []frameView{{}}},
 		{"input_json_delta", ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"a\""}}`), []frameView{{Tokens: 1}}},
 		{"signature_delta", ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}`), []frameView{{}}},
 		{"text under the wrong delta type", ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","text":"x"}}`), []frameView{{}}},
@@ -28,6 +29,15 @@ func TestAnthropicDecoderFrames(t *testing.T) {
 		{"message_delta with its own input counts",
 			start + ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":25,"output_tokens":15}}`),
 			[]frameView{{HasInput: true, In: 35}, {HasUsage: true, In: 40, Out: 15}}},
+		{"message_delta with thinking tokens (inside output_tokens)",
+			start + ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":61,"output_tokens_details":{"thinking_tokens":49}}}`),
+			[]frameView{{HasInput: true, In: 35}, {HasUsage: true, In: 35, Out: 61, ReasoningOut: 49}}},
+		{"message_start's thinking placeholder is ignored",
+			ev("message_start", `{"type":"message_start","message":{"usage":{"input_tokens":3,"output_tokens":1,"output_tokens_details":{"thinking_tokens":1}}}}`),
+			[]frameView{{HasInput: true, In: 3}}},
+		{"an error member beside usage: both applied",
+			ev("message_delta", `{"type":"message_delta","usage":{"output_tokens":7},"error":{"type":"overloaded_error","message":"Overloaded"}}`),
+			[]frameView{{HasUsage: true, Out: 7, Err: "llmmetrics: stream error (overloaded_error): Overloaded", streamErrType: "overloaded_error"}}},
 		{"message_stop", ev("message_stop", `{"type":"message_stop"}`), []frameView{{Done: true}}},
 		{"ping", ev("ping", `{"type": "ping"}`), []frameView{{}}},
 		{"error", ev("error", `{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}`),
@@ -45,11 +55,19 @@ func TestAnthropicDecoderFrames(t *testing.T) {
 
 // A content event allocates nothing once the decoder's buffers have grown.
 func TestAnthropicDecodeContentEventAllocs(t *testing.T) {
-	ev := []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n")
-	d := NewAnthropicDecoder()
-	tokens := 0
-	emit := func(f Frame) { tokens += f.Tokens }
-	d.Decode(ev, emit)
-	assert.Zero(t, testing.AllocsPerRun(100, func() { d.Decode(ev, emit) }))
-	require.Positive(t, tokens)
+	events := map[string][]byte{
+		"text_delta":     []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"),
+		"thinking_delta": []byte("event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\" Sum 378.\"}}\n\n"),
+		"message_delta":  []byte("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":61,\"output_tokens_details\":{\"thinking_tokens\":49}}}\n\n"),
+	}
+	for name, ev := range events {
+		t.Run(name, func(t *testing.T) {
+			d := NewAnthropicDecoder()
+			frames := 0
+			emit := func(f Frame) { frames += f.Tokens + f.OutputTokens }
+			d.Decode(ev, emit)
+			assert.Zero(t, testing.AllocsPerRun(100, func() { d.Decode(ev, emit) }))
+			require.Positive(t, frames)
+		})
+	}
 }

@@ -76,7 +76,9 @@ type Frame struct {
 	HasInput bool
 	// Err is non-nil when the stream itself reported an error (an OpenAI error object,
 	// an Anthropic "error" event, a Responses "error"/"response.failed" event).
-	// The built-in decoders set it to a *StreamError.
+	// The built-in decoders set it to a *StreamError. The frame's other
+	// fields still count: a frame may carry tokens, usage and an error at
+	// once, and a reader applies the tokens and usage before the error.
 	Err error
 	// Done marks the protocol's end-of-stream marker ([DONE], message_stop, response.completed).
 	Done bool
@@ -102,11 +104,14 @@ type Decoder interface {
 }
 
 // StreamError is an error that the stream itself reported: an OpenAI error
-// object ({"error": {"message", "type", "code"}}), an Anthropic "error" event,
-// or a Responses API "error" or "response.failed" event. The built-in
-// decoders put a *StreamError in Frame.Err. Fields the provider did not send
-// are empty; a numeric code (vLLM sends HTTP status codes) is given in
-// decimal.
+// object ({"error": {"message", "type", "code"}}, also inside a chunk that
+// carries choices and usage, as OpenRouter ends a failed stream), a Groq
+// x_groq.error text, an Anthropic "error" event, or a Responses API "error"
+// or "response.failed" event. The built-in decoders put a *StreamError in
+// Frame.Err, beside whatever else the frame carries (its tokens and usage
+// count too). Fields the provider did not send are empty; a numeric code
+// (vLLM and OpenRouter send HTTP status codes) is given in decimal, so an
+// OpenRouter {"code": 400} has ErrorType "400".
 type StreamError struct {
 	// Type is the provider's error type, e.g. "server_error" or
 	// "overloaded_error".
@@ -259,6 +264,7 @@ const (
 	errTopLevel       errWhere = iota // {"error": {...}} or {"error": "text"}
 	errResponsesEvent                 // {"type":"error","code":..,"message":..} (or a nested "error")
 	errResponseFailed                 // {"type":"response.failed","response":{"error":{...}}}
+	errXGroq                          // {"x_groq":{"error":"text"}} (Groq)
 )
 
 func parseStreamError(data []byte, where errWhere) *StreamError {
@@ -290,6 +296,10 @@ func parseStreamError(data []byte, where errWhere) *StreamError {
 		if v == nil {
 			return &StreamError{Message: "response failed"}
 		}
+	case errXGroq:
+		if x, ok := m["x_groq"].(map[string]any); ok {
+			v = x["error"]
+		}
 	}
 	switch e := v.(type) {
 	case map[string]any:
@@ -317,9 +327,58 @@ func errorFromMap(m map[string]any) *StreamError {
 	return &StreamError{Type: str("type"), Code: str("code"), Message: str("message")}
 }
 
+// usageShape names the members of a provider's usage object: the counts at
+// its top level, and the reasoning count inside the object that breaks the
+// output count down.
+type usageShape struct {
+	names     []string // top-level counts, read into indices 0 … len(names)−1
+	details   string   // the breakdown of the output count, e.g. "completion_tokens_details"
+	reasoning []string // the one reasoning count inside details, read into index len(names)
+}
+
+// walkUsage reads a usage object of shape s at i into u (reset first): the
+// counts named at its top level, and the reasoning count of its details
+// object at index len(s.names). Any other value is skipped and leaves u
+// empty. As everywhere, the last member of a name wins.
+func walkUsage(j *jsonscan.Scanner, i, depth int, s *usageShape, u *jsonscan.Ints) (int, bool) {
+	*u = jsonscan.Ints{}
+	if j.At(i) != '{' {
+		return j.Skip(i, depth)
+	}
+	r := len(s.names)
+	i, more, ok := j.OpenObject(i, depth)
+	for ok && more {
+		var k []byte
+		if k, i, ok = j.Key(i); !ok {
+			break
+		}
+		field := -1
+		for n, name := range s.names {
+			if string(k) == name {
+				field = n
+				break
+			}
+		}
+		switch {
+		case field >= 0:
+			i, u.Val[field], u.Has[field], ok = j.Int(i, depth+1)
+		case string(k) == s.details:
+			var d jsonscan.Ints
+			i, ok = j.Ints(i, depth+1, s.reasoning, &d)
+			u.Val[r], u.Has[r] = d.Val[0], d.Has[0]
+		default:
+			i, ok = j.Skip(i, depth+1)
+		}
+		if ok {
+			i, more, ok = j.NextMember(i)
+		}
+	}
+	return i, ok
+}
+
 // walkUsageHolder reads a value that may be an object with a "usage" member
 // (the Responses API's "response", Anthropic's "message") into u.
-func walkUsageHolder(j *jsonscan.Scanner, i, depth int, names []string, u *jsonscan.Ints) (int, bool) {
+func walkUsageHolder(j *jsonscan.Scanner, i, depth int, s *usageShape, u *jsonscan.Ints) (int, bool) {
 	*u = jsonscan.Ints{}
 	if j.At(i) != '{' {
 		return j.Skip(i, depth)
@@ -331,7 +390,7 @@ func walkUsageHolder(j *jsonscan.Scanner, i, depth int, names []string, u *jsons
 			break
 		}
 		if string(k) == "usage" {
-			i, ok = j.Ints(i, depth+1, names, u)
+			i, ok = walkUsage(j, i, depth+1, s, u)
 		} else {
 			i, ok = j.Skip(i, depth+1)
 		}

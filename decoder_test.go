@@ -18,21 +18,24 @@ import (
 // frameView is a Frame with its error as text, so frames compare with ==.
 type frameView struct {
 	Tokens        int
+	Reasoning     bool
 	HasUsage      bool
 	HasInput      bool
 	In, Out       int
+	ReasoningOut  int // Frame.ReasoningTokens
 	Err           string
 	Done          bool
-	streamErrType string
+	streamErrType string // the StreamError's ErrorType: the error.type a Tracker records
 }
 
 func view(f Frame) frameView {
-	v := frameView{Tokens: f.Tokens, HasUsage: f.HasUsage, HasInput: f.HasInput, In: f.InputTokens, Out: f.OutputTokens, Done: f.Done}
+	v := frameView{Tokens: f.Tokens, Reasoning: f.Reasoning, HasUsage: f.HasUsage, HasInput: f.HasInput,
+		In: f.InputTokens, Out: f.OutputTokens, ReasoningOut: f.ReasoningTokens, Done: f.Done}
 	if f.Err != nil {
 		v.Err = f.Err.Error()
 		var se *StreamError
 		if errors.As(f.Err, &se) {
-			v.streamErrType = se.Type
+			v.streamErrType = se.ErrorType()
 		}
 	}
 	return v
@@ -51,19 +54,22 @@ func decodePieces(d Decoder, pieces ...[]byte) []frameView {
 
 // summary is what a test table states about a whole stream.
 type summary struct {
-	Frames      int
-	Tokens      int
-	TokenFrames int
-	FirstToken  int // index of the first frame that carries tokens, -1 if none
-	HasUsage    bool
-	In, Out     int // the last usage (In also from an input-only frame)
-	Done        bool
-	Errs        int
-	ErrType     string // StreamError.Type of the first error frame
+	Frames          int
+	Tokens          int
+	TokenFrames     int
+	ReasoningFrames int // token-carrying frames whose tokens are reasoning
+	FirstToken      int // index of the first frame that carries tokens, -1 if none
+	FirstAnswer     int // index of the first frame that carries answer tokens, -1 if none
+	HasUsage        bool
+	In, Out         int // the last usage (In also from an input-only frame)
+	Reasoning       int // the last usage's reasoning count
+	Done            bool
+	Errs            int
+	ErrType         string // StreamError.ErrorType of the first error frame
 }
 
 func summarize(frames []frameView) summary {
-	s := summary{Frames: len(frames), FirstToken: -1}
+	s := summary{Frames: len(frames), FirstToken: -1, FirstAnswer: -1}
 	for i, f := range frames {
 		if f.Tokens > 0 {
 			s.Tokens += f.Tokens
@@ -71,9 +77,14 @@ func summarize(frames []frameView) summary {
 			if s.FirstToken < 0 {
 				s.FirstToken = i
 			}
+			if f.Reasoning {
+				s.ReasoningFrames++
+			} else if s.FirstAnswer < 0 {
+				s.FirstAnswer = i
+			}
 		}
 		if f.HasUsage {
-			s.HasUsage, s.In, s.Out = true, f.In, f.Out
+			s.HasUsage, s.In, s.Out, s.Reasoning = true, f.In, f.Out, f.ReasoningOut
 		} else if f.HasInput {
 			s.In = f.In
 		}
@@ -112,19 +123,61 @@ type fixture struct {
 	file string
 	dec  func() Decoder
 	want summary
+	// n is the Record's N read through NewReader: max(the last usage's
+	// output count, token-carrying chunks), or the chunk tokens without
+	// usage. lowUsage marks a usage below the chunk count, which the
+	// Request reports through otel.Handle (ErrUsageBelowChunks).
+	n        int
+	lowUsage bool
 }
 
+// fixtures are every file in testdata/sse (TestFixturesAreListed), with
+// what was counted in them by hand; the new ones are described, with their
+// sources, in their own headers.
 var fixtures = []fixture{
-	{"openai_chat.sse", openAI, summary{Frames: 11, Tokens: 7, TokenFrames: 7, FirstToken: 1, HasUsage: true, In: 14, Out: 7, Done: true}},
-	{"openai_reasoning.sse", openAI, summary{Frames: 13, Tokens: 10, TokenFrames: 10, FirstToken: 1, HasUsage: true, In: 12, Out: 48, Done: true}},
-	{"openai_tools.sse", openAI, summary{Frames: 12, Tokens: 10, TokenFrames: 10, FirstToken: 0, Done: true}},
-	{"openai_completions.sse", openAI, summary{Frames: 7, Tokens: 4, TokenFrames: 4, FirstToken: 0, HasUsage: true, In: 5, Out: 4, Done: true}},
-	{"openai_responses.sse", openAI, summary{Frames: 27, Tokens: 11, TokenFrames: 11, FirstToken: 4, HasUsage: true, In: 25, Out: 60, Done: true}},
-	{"vllm_continuous_usage.sse", openAI, summary{Frames: 9, Tokens: 9, TokenFrames: 6, FirstToken: 1, HasUsage: true, In: 20, Out: 9, Done: true}},
-	{"openai_error.sse", openAI, summary{Frames: 4, Tokens: 2, TokenFrames: 2, FirstToken: 1, Errs: 1, ErrType: "server_error"}},
-	{"openai_keepalive_crlf.sse", openAI, summary{Frames: 6, Tokens: 3, TokenFrames: 3, FirstToken: 1, Done: true}},
-	{"anthropic_thinking_tools.sse", anthropic, summary{Frames: 21, Tokens: 9, TokenFrames: 9, FirstToken: 3, HasUsage: true, In: 572, Out: 89, Done: true}},
-	{"anthropic_error.sse", anthropic, summary{Frames: 4, Tokens: 1, TokenFrames: 1, FirstToken: 2, In: 25, Errs: 1, ErrType: "overloaded_error"}},
+	{"openai_chat.sse", openAI, summary{Frames: 11, Tokens: 7, TokenFrames: 7, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 14, Out: 7, Done: true}, 7, false},
+	{"openai_reasoning.sse", openAI, summary{Frames: 13, Tokens: 10, TokenFrames: 10, ReasoningFrames: 5, FirstToken: 1, FirstAnswer: 6, HasUsage: true, In: 12, Out: 48, Reasoning: 38, Done: true}, 48, false},
+	{"openai_tools.sse", openAI, summary{Frames: 12, Tokens: 10, TokenFrames: 10, FirstToken: 0, FirstAnswer: 0, Done: true}, 10, false},
+	{"openai_completions.sse", openAI, summary{Frames: 7, Tokens: 4, TokenFrames: 4, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 5, Out: 4, Done: true}, 4, false},
+	{"openai_responses.sse", openAI, summary{Frames: 27, Tokens: 11, TokenFrames: 11, ReasoningFrames: 3, FirstToken: 4, FirstAnswer: 12, HasUsage: true, In: 25, Out: 60, Reasoning: 40, Done: true}, 60, false},
+	{"vllm_continuous_usage.sse", openAI, summary{Frames: 9, Tokens: 9, TokenFrames: 6, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 20, Out: 9, Done: true}, 9, false},
+	{"openai_error.sse", openAI, summary{Frames: 4, Tokens: 2, TokenFrames: 2, FirstToken: 1, FirstAnswer: 1, Errs: 1, ErrType: "server_error"}, 2, false},
+	{"openai_keepalive_crlf.sse", openAI, summary{Frames: 6, Tokens: 3, TokenFrames: 3, FirstToken: 1, FirstAnswer: 1, Done: true}, 3, false},
+	{"anthropic_thinking_tools.sse", anthropic, summary{Frames: 21, Tokens: 9, TokenFrames: 9, ReasoningFrames: 3, FirstToken: 3, FirstAnswer: 9, HasUsage: true, In: 572, Out: 89, Done: true}, 89, false},
+	{"anthropic_error.sse", anthropic, summary{Frames: 4, Tokens: 1, TokenFrames: 1, FirstToken: 2, FirstAnswer: 2, In: 25, Errs: 1, ErrType: "overloaded_error"}, 1, false},
+
+	// Issue 10: the providers' documented shapes (expected values from
+	// the research notes' table, re-counted by hand).
+	{"openrouter_error_with_usage.sse", openAI, summary{Frames: 4, Tokens: 2, TokenFrames: 2, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 43, Out: 10, Errs: 1, ErrType: "400"}, 10, false},
+	{"mistral_magistral_thinking.sse", openAI, summary{Frames: 9, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 1, FirstAnswer: 5, HasUsage: true, In: 18, Out: 40, Done: true}, 40, false},
+	{"openai_responses_incomplete.sse", openAI, summary{Frames: 24, Tokens: 16, TokenFrames: 16, FirstToken: 4, FirstAnswer: 4, HasUsage: true, In: 31, Out: 0, Done: true}, 16, true},
+	{"openai_responses_reasoning_usage.sse", openAI, summary{Frames: 20, Tokens: 7, TokenFrames: 7, ReasoningFrames: 2, FirstToken: 4, FirstAnswer: 11, HasUsage: true, In: 40, Out: 220, Reasoning: 192, Done: true}, 220, false},
+	{"azure_content_filter.sse", openAI, summary{Frames: 12, Tokens: 6, TokenFrames: 6, FirstToken: 2, FirstAnswer: 2, HasUsage: true, In: 12, Out: 6, Done: true}, 6, false},
+	{"azure_content_filter_blocked.sse", openAI, summary{Frames: 7, Tokens: 3, TokenFrames: 3, FirstToken: 2, FirstAnswer: 2, Done: true}, 3, false},
+	{"groq_x_groq_usage.sse", openAI, summary{Frames: 10, Tokens: 7, TokenFrames: 7, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 36, Out: 8, Done: true}, 8, false},
+	{"groq_reasoning.sse", openAI, summary{Frames: 8, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 1, FirstAnswer: 4, HasUsage: true, In: 14, Out: 27, Done: true}, 27, false},
+	{"xai_usage_every_chunk.sse", openAI, summary{Frames: 9, Tokens: 8, TokenFrames: 8, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 38, Out: 8, Done: true}, 8, false},
+	{"xai_reasoning_usage.sse", openAI, summary{Frames: 7, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 0, FirstAnswer: 3, HasUsage: true, In: 19, Out: 163, Reasoning: 157, Done: true}, 163, false},
+	{"deepseek_reasoning_content.sse", openAI, summary{Frames: 9, Tokens: 6, TokenFrames: 6, ReasoningFrames: 4, FirstToken: 1, FirstAnswer: 5, HasUsage: true, In: 17, Out: 96, Reasoning: 88, Done: true}, 96, false},
+	{"openai_chat_reasoning_usage.sse", openAI, summary{Frames: 10, Tokens: 6, TokenFrames: 6, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 20, Out: 214, Reasoning: 192, Done: true}, 214, false},
+	{"anthropic_thinking_usage_details.sse", anthropic, summary{Frames: 14, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 3, FirstAnswer: 9, HasUsage: true, In: 1072, Out: 61, Reasoning: 49, Done: true}, 61, false},
+}
+
+// Every fixture in testdata/sse has its row in fixtures, so none goes
+// untested.
+func TestFixturesAreListed(t *testing.T) {
+	names, err := filepath.Glob(filepath.Join("testdata", "sse", "*.sse"))
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	listed := map[string]bool{}
+	for _, fx := range fixtures {
+		assert.False(t, listed[fx.file], "%s listed twice", fx.file)
+		listed[fx.file] = true
+	}
+	for _, n := range names {
+		assert.True(t, listed[filepath.Base(n)], "%s has no row in fixtures", filepath.Base(n))
+	}
+	assert.Len(t, listed, len(names), "a listed fixture is missing from testdata/sse")
 }
 
 func openAI() Decoder { return NewOpenAIDecoder() }

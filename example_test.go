@@ -54,6 +54,35 @@ func ExampleRequest() {
 	// E2EL: 330ms (to the last token)
 }
 
+// A reasoning model thinks before it answers: TTFT is at the first
+// reasoning chunk, TTFO at the first answer chunk, and N counts both.
+func ExampleRequest_ReasoningChunk() {
+	tracker, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(sdkmetric.NewMeterProvider()))
+	if err != nil {
+		panic(err)
+	}
+	t0 := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+
+	req := tracker.StartAt(context.Background(), t0)
+	req.ReasoningChunkAt(ms(200), 1) // {"delta":{"reasoning_content":"Okay"}}
+	req.ReasoningChunkAt(ms(250), 1)
+	req.ChunkAt(ms(900), 1) // {"delta":{"content":"4"}}
+	req.SetUsage(12, 48)    // completion_tokens, reasoning included
+	req.SetReasoningTokens(38)
+	rec := req.EndAt(ms(950), nil)
+
+	ttft, _ := rec.TTFT()
+	ttfo, _ := rec.TTFO()
+	fmt.Println("TTFT:", ttft)
+	fmt.Println("TTFO:", ttfo)
+	fmt.Println("N:", rec.OutputTokens, "of which reasoning:", rec.ReasoningTokens)
+	// Output:
+	// TTFT: 200ms
+	// TTFO: 900ms
+	// N: 48 of which reasoning: 38
+}
+
 // A request with a single output token has no TPOT; one with no token has
 // no TTFT, and its E2EL runs to End.
 func ExampleRecord_TPOT() {

@@ -11,7 +11,9 @@ import (
 )
 
 // The tests of the Gemini and NDJSON decoders compare whole frames,
-// Reasoning and ReasoningTokens included: fullView is frameView with them.
+// Reasoning and ReasoningTokens included: fullView is frameView with them
+// as its own fields (frameView's copies are left zero, so a literal sets
+// them once).
 
 // fullView is a Frame with its error as text, so frames compare with ==.
 type fullView struct {
@@ -21,7 +23,9 @@ type fullView struct {
 }
 
 func fullViewOf(f Frame) fullView {
-	return fullView{frameView: view(f), Reasoning: f.Reasoning, ReasoningTokens: f.ReasoningTokens}
+	v := view(f)
+	v.Reasoning, v.ReasoningOut = false, 0 // in fullView's own fields
+	return fullView{frameView: v, Reasoning: f.Reasoning, ReasoningTokens: f.ReasoningTokens}
 }
 
 // Builders for expected frames.

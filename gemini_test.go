@@ -124,7 +124,7 @@ func TestGeminiDecoderFrames(t *testing.T) {
 			[]fullView{blocked("PROHIBITED_CONTENT").usage(12, 0, 0)}},
 		{"error object in an event's data", gchunk(`{"error": {"code": 500,"message": "Internal error","status": "INTERNAL"}}`),
 			[]fullView{{frameView: frameView{Err: "llmmetrics: stream error (INTERNAL, code 500): Internal error", streamErrType: "INTERNAL"}}}},
-		{"error as a string", gchunk(`{"error": "boom"}`), []fullView{{frameView: frameView{Err: "llmmetrics: stream error: boom"}}}},
+		{"error as a string", gchunk(`{"error": "boom"}`), []fullView{{frameView: frameView{Err: "llmmetrics: stream error: boom", streamErrType: "stream_error"}}}},
 		{"error null is no error", gchunk(`{"error": null,"candidates": [{"content": {"parts": [{"text": "a"}]}}]}`), []fullView{answerTok}},
 		{"bare error line after events (LF)", "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"a\"}]}}]}\n\n{\"error\": {\"code\": 429, \"message\": \"Resource exhausted\", \"status\": \"RESOURCE_EXHAUSTED\"}}\n",
 			[]fullView{answerTok, {frameView: frameView{Err: "llmmetrics: stream error (RESOURCE_EXHAUSTED, code 429): Resource exhausted", streamErrType: "RESOURCE_EXHAUSTED"}}}},

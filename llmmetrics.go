@@ -49,8 +49,9 @@
 //	// read body exactly as before: the bytes are unchanged
 //
 // Without a byte stream, call the Request directly: Chunk(tokens) for each
-// chunk that arrives, SetUsage(input, output) when the server reports exact
-// counts, End(err) once. [WrapChan] and [WrapSeq] do the same for a channel or
+// chunk of answer that arrives (ReasoningChunk(tokens) for a chunk of
+// reasoning), SetUsage(input, output) when the server reports exact counts,
+// End(err) once. [WrapChan] and [WrapSeq] do the same for a channel or
 // an iterator of stream items.
 //
 // # Analysis
@@ -64,8 +65,8 @@
 //
 // [Summarize] gives the numbers of vllm bench serve (counts, token totals,
 // throughputs, request goodput, mean/median/std/percentiles of TTFT, TPOT,
-// ITL and E2EL) plus token goodput, attainment per threshold and both TPOT
-// means; [Objective] checks "p95 ttft<=200ms"; [CostPerMillionTokens] and
+// ITL and E2EL) plus the TTFO distribution and reasoning tokens, token
+// goodput, attainment per threshold and both TPOT means; [Objective] checks "p95 ttft<=200ms"; [CostPerMillionTokens] and
 // [Price] price a run; [FindSaturation] finds where a load test stops
 // scaling. An empty sample set is reported as empty (Count 0), never as 0.
 //
@@ -76,6 +77,7 @@
 //
 //	what         server role                            client role                                     buckets
 //	TTFT         gen_ai.server.time_to_first_token      gen_ai.client.operation.time_to_first_chunk     ServerTTFTBuckets / DurationBuckets
+//	TTFO         llmmetrics.time_to_first_output_token  the same                                        as TTFT
 //	TPOT         gen_ai.server.time_per_output_token    llmmetrics.time_per_output_token                TPOTBuckets
 //	ITL (a gap)  llmmetrics.inter_token_latency         gen_ai.client.operation.time_per_output_chunk   ITLBuckets
 //	E2EL         gen_ai.server.request.duration         gen_ai.client.operation.duration                DurationBuckets
@@ -83,8 +85,9 @@
 //	requests     llmmetrics.requests (counter)          the same
 //	in flight    llmmetrics.requests.active             the same
 //
-// TTFT is recorded when the first token arrives, each ITL gap when it
-// arrives, and at End: E2EL and the requests counter (whatever the outcome,
+// TTFT is recorded when the first token arrives (reasoning or answer), TTFO
+// when the first answer token arrives, each ITL gap when it arrives, and at
+// End: E2EL and the requests counter (whatever the outcome,
 // error.type set on failures), TPOT (successful requests with N > 1), the
 // tokens counter (gen_ai.token.type, llmmetrics.outcome and, with an SLO,
 // llmmetrics.slo_met). Goodput is carried by counters, so many replicas
@@ -100,10 +103,13 @@
 //
 // A chunk carries tokens when it holds at least one output token (content,
 // reasoning or a tool-call delta); a role-only delta, a keep-alive, a
-// usage-only chunk or [DONE] carries none. With N output tokens (the server's
-// usage count when known, else the sum of the chunk counts):
+// usage-only chunk or [DONE] carries none. Answer tokens are content, refusal
+// and tool calls; reasoning ("thinking") tokens are the rest. With N output
+// tokens, reasoning included (the server's usage count when known, else the
+// sum of the chunk counts; never below the number of token-carrying chunks):
 //
 //	TTFT  = FirstToken − Start                            (undefined without a token)
+//	TTFO  = FirstOutput − Start                           (at the first answer token; undefined without one; = TTFT without reasoning)
 //	ITL   = each gap between consecutive token-carrying chunks (chunk gaps, as vllm bench serve)
 //	TPOT  = (LastToken − FirstToken) / (N − 1)            (undefined for N ≤ 1; 0 when N tokens came in one chunk)
 //	E2EL  = LastToken − Start, or End − Start without a token
@@ -219,29 +225,40 @@ func parseName(b []byte, names []string) (int, bool) {
 // difference that comes out negative (times out of order) is reported as 0.
 // A Record built by a Tracker is always in order.
 //
-// JSON field names are stable (times are RFC 3339 with nanoseconds,
-// durations are integer nanoseconds):
+// JSON field names are stable, and new ones are only ever added (times are
+// RFC 3339 with nanoseconds, durations are integer nanoseconds):
 //
-//	{"start": "...", "first_token": "...", "last_token": "...", "end": "...",
-//	 "input_tokens": 12, "output_tokens": 40, "chunks": 38,
+//	{"start": "...", "first_token": "...", "first_output": "...",
+//	 "last_token": "...", "end": "...",
+//	 "input_tokens": 12, "output_tokens": 40, "reasoning_tokens": 24, "chunks": 38,
 //	 "itl_ns": [21000000, ...], "max_itl_ns": 48000000, "outcome": "ok"}
 //
-// first_token, last_token, itl_ns and max_itl_ns are omitted when empty.
+// first_token, first_output, last_token, reasoning_tokens, itl_ns and
+// max_itl_ns are omitted when empty.
 type Record struct {
 	// Start is when the request was sent (client) or received (server).
 	Start time.Time `json:"start"`
-	// FirstToken is the arrival of the first chunk that carries tokens.
+	// FirstToken is the arrival of the first chunk that carries tokens,
+	// reasoning or answer.
 	FirstToken time.Time `json:"first_token,omitzero"`
+	// FirstOutput is the arrival of the first chunk that carries answer
+	// tokens (content, refusal, tool calls), after any reasoning; zero when
+	// none arrived. Without reasoning it equals FirstToken.
+	FirstOutput time.Time `json:"first_output,omitzero"`
 	// LastToken is the arrival of the last chunk that carries tokens.
 	LastToken time.Time `json:"last_token,omitzero"`
 	// End is when the stream finished (EOF, error or cancel).
 	End time.Time `json:"end"`
 	// InputTokens is the prompt length in tokens (0 when unknown).
 	InputTokens int `json:"input_tokens"`
-	// OutputTokens is N: the server's exact usage count when known, else
-	// the sum of per-chunk token counts (a lower bound when a chunk's
-	// count is estimated as 1).
+	// OutputTokens is N, every output token, reasoning included: the
+	// server's exact usage count when known, else the sum of per-chunk token
+	// counts (a lower bound when a chunk's count is estimated as 1); never
+	// below Chunks (each token-carrying chunk holds at least one token).
 	OutputTokens int `json:"output_tokens"`
+	// ReasoningTokens is how many of the OutputTokens the server reports as
+	// reasoning ("thinking") tokens; 0 when it does not say.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 	// Chunks is the number of token-carrying chunks (0 when unknown).
 	Chunks int `json:"chunks"`
 	// ITL holds the gaps between consecutive token-carrying chunks
@@ -268,6 +285,17 @@ func (r Record) TTFT() (d time.Duration, ok bool) {
 		return 0, false
 	}
 	return nonNeg(r.FirstToken.Sub(r.Start)), true
+}
+
+// TTFO returns FirstOutput − Start, the time to first output token (as
+// aiperf reports it): the wait for the answer, reasoning included. ok is
+// false when no answer token arrived (FirstOutput is zero), for example a
+// reasoning model cut before it answered. Without reasoning, TTFO = TTFT.
+func (r Record) TTFO() (d time.Duration, ok bool) {
+	if r.FirstOutput.IsZero() {
+		return 0, false
+	}
+	return nonNeg(r.FirstOutput.Sub(r.Start)), true
 }
 
 // TPOT returns (LastToken − FirstToken) / (N − 1), the time per output token

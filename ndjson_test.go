@@ -29,7 +29,7 @@ func TestOllamaFixtures(t *testing.T) {
 		}},
 		{"ndjson", "ollama_chat_error.ndjson", []fullView{
 			answerTok, answerTok, answerTok,
-			{frameView: frameView{Err: "llmmetrics: stream error: an error was encountered while running the model: unexpected EOF"}},
+			{frameView: frameView{Err: "llmmetrics: stream error: an error was encountered while running the model: unexpected EOF", streamErrType: "stream_error"}},
 		}},
 		{"ndjson", "ollama_generate_thinking.ndjson", []fullView{
 			thoughtTok, thoughtTok, // thinking
@@ -52,7 +52,7 @@ func TestOllamaDecoderFrames(t *testing.T) {
 	const head = `{"model":"llama3.2","created_at":"2026-08-21T10:25:10.5Z",`
 	line := func(rest string) string { return head + rest + "\n" }
 	errFrame := func(msg string) fullView {
-		return fullView{frameView: frameView{Err: "llmmetrics: stream error: " + msg}}
+		return fullView{frameView: frameView{Err: "llmmetrics: stream error: " + msg, streamErrType: "stream_error"}}
 	}
 	tests := []struct {
 		name string

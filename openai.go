@@ -14,22 +14,43 @@ import (
 //     array or a non-empty function_call object carries tokens; role-only and
 //     empty deltas do not. A chunk with several choices counts 1 token per
 //     choice that carries tokens;
+//   - content given as an array of typed parts (Mistral's Magistral models):
+//     a {"type": "text", "text": …} part with non-empty text carries answer
+//     tokens, a {"type": "thinking", "thinking": [{"type": "text", "text":
+//     …}, …]} part with a non-empty inner text carries reasoning tokens (a
+//     part without "type" is read by the member it has, as Mistral's types
+//     make "type" optional); other parts (images, references), empty texts
+//     and an empty array carry nothing;
+//   - reasoning: reasoning_content (DeepSeek, xAI), reasoning (vLLM, Groq)
+//     and thinking parts are reasoning tokens (Frame.Reasoning when the chunk
+//     carries no answer token); content, refusal, tool calls and text parts
+//     are answer tokens;
 //   - legacy completions chunks: a choice with a non-empty text carries tokens;
-//   - the final usage chunk of stream_options.include_usage (top-level
-//     "usage": {"prompt_tokens", "completion_tokens"}, empty choices): HasUsage;
+//   - usage (top-level "usage": {"prompt_tokens", "completion_tokens"}, or
+//     Groq's "x_groq": {"usage": …} when there is no top-level usage): HasUsage,
+//     on whichever chunk carries it, the last one winning (xAI repeats the
+//     cumulative usage on every chunk). The reasoning count is
+//     completion_tokens_details.reasoning_tokens; OpenAI, Azure, DeepSeek and
+//     OpenRouter count it inside completion_tokens, xAI outside, so it is
+//     added to OutputTokens exactly when total_tokens = prompt_tokens +
+//     completion_tokens + reasoning_tokens;
 //   - vLLM's continuous_usage_stats, where every chunk carries the cumulative
 //     usage: from the second chunk with both choices and usage on, Tokens is
 //     completion_tokens minus the previous chunk's completion_tokens, the exact
 //     count per chunk;
 //   - the Responses API event stream: every "response.*.delta" event with a
 //     non-empty delta string (response.output_text.delta,
-//     response.reasoning_text.delta, response.reasoning_summary_text.delta,
 //     response.refusal.delta, response.function_call_arguments.delta, …)
-//     carries 1 token; response.completed and response.incomplete are Done and
-//     carry the usage (response.usage.input_tokens/output_tokens);
+//     carries 1 token, reasoning for response.reasoning_text.delta and
+//     response.reasoning_summary_text.delta; response.completed and
+//     response.incomplete are Done and carry the usage
+//     (response.usage.input_tokens/output_tokens, reasoning count
+//     output_tokens_details.reasoning_tokens, inside output_tokens);
 //     response.failed and error events set Err;
-//   - "data: [DONE]" (Done) and an error object ({"error": {...}}: Err set, no
-//     tokens).
+//   - "data: [DONE]" (Done) and errors: an error object ({"error": {...}},
+//     also beside choices and usage, as OpenRouter ends a failed stream) or a
+//     Groq x_groq.error text sets Err, and whatever else the chunk carries
+//     (tokens, usage) is reported in the same frame.
 //
 // With no usage from the server, the sum of Tokens is the number of
 // token-carrying chunks (per choice): a lower bound of the output tokens.
@@ -60,36 +81,49 @@ func (o *openAIInterp) interpret(_, data []byte) (Frame, error) {
 func (o *openAIInterp) release() { o.cache.Reset() }
 
 // frame turns the facts of one event (nil: data is not a JSON object) into
-// its Frame.
+// its Frame. An error is reported beside the rest of the frame: its tokens
+// and usage count too.
 func (o *openAIInterp) frame(f *openAIFacts, data []byte) (Frame, error) {
-	switch {
-	case f == nil:
+	if f == nil {
 		if string(bytes.TrimSpace(data)) == "[DONE]" {
 			return Frame{Done: true}, nil
 		}
 		return Frame{}, malformed("openai", data, "is not a JSON object")
-	case f.err:
-		return Frame{Err: parseStreamError(data, errTopLevel)}, nil
-	case f.typ == oaiError:
-		return Frame{Err: parseStreamError(data, errResponsesEvent)}, nil
-	case f.typ == oaiRespFailed:
-		fr := Frame{Err: parseStreamError(data, errResponseFailed)}
-		fr.HasUsage, fr.InputTokens, fr.OutputTokens = inOut(&f.respUsage)
-		return fr, nil
-	case f.typ == oaiRespDelta:
-		if f.deltaStr {
-			return Frame{Tokens: 1}, nil
-		}
-		return Frame{}, nil
-	case f.typ == oaiRespCompleted || f.typ == oaiRespIncomplete:
-		fr := Frame{Done: true}
-		fr.HasUsage, fr.InputTokens, fr.OutputTokens = inOut(&f.respUsage)
-		return fr, nil
-	case f.typ == oaiRespOther:
-		return Frame{}, nil
 	}
-	fr := Frame{Tokens: f.carrying}
-	fr.HasUsage, fr.InputTokens, fr.OutputTokens = inOut(&f.usage)
+	var fr Frame
+	switch f.typ {
+	case oaiRespDelta, oaiRespReasoningDelta:
+		if f.deltaStr {
+			fr.Tokens, fr.Reasoning = 1, f.typ == oaiRespReasoningDelta
+		}
+	case oaiRespCompleted, oaiRespIncomplete, oaiRespFailed:
+		fr.Done = f.typ != oaiRespFailed
+		fr.HasUsage, fr.InputTokens, fr.OutputTokens, fr.ReasoningTokens = respUsage(&f.respUsage)
+	case oaiError, oaiRespOther:
+	default:
+		o.chunk(f, &fr)
+	}
+	switch {
+	case f.err:
+		fr.Err = parseStreamError(data, errTopLevel)
+	case f.typ == oaiError:
+		fr.Err = parseStreamError(data, errResponsesEvent)
+	case f.typ == oaiRespFailed:
+		fr.Err = parseStreamError(data, errResponseFailed)
+	case f.groqErr:
+		fr.Err = parseStreamError(data, errXGroq)
+	}
+	return fr, nil
+}
+
+// chunk fills fr from a chat or completions chunk.
+func (o *openAIInterp) chunk(f *openAIFacts, fr *Frame) {
+	fr.Tokens = f.carrying
+	u := &f.usage
+	if !u.Has[usIn] && !u.Has[usOut] {
+		u = &f.groqUsage
+	}
+	fr.HasUsage, fr.InputTokens, fr.OutputTokens, fr.ReasoningTokens = chatUsage(u)
 	if fr.HasUsage {
 		if f.choices > 0 {
 			if o.continuous {
@@ -99,34 +133,67 @@ func (o *openAIInterp) frame(f *openAIFacts, data []byte) (Frame, error) {
 		}
 		o.prevOut = fr.OutputTokens
 	}
-	return fr, nil
+	fr.Reasoning = fr.Tokens > 0 && f.carrying > 0 && f.answering == 0
 }
 
-// inOut reads a usage object read with oaiUsageNames or oaiRespUsageNames:
-// whether either count is present, and both (0 when absent).
-func inOut(u *jsonscan.Ints) (bool, int, int) {
-	return u.Has[0] || u.Has[1], u.Get(0), u.Get(1)
-}
-
-// The usage objects, input count first: chat completions' top-level
-// "usage" and the Responses API's "response.usage".
-var (
-	oaiUsageNames     = []string{"prompt_tokens", "completion_tokens"}
-	oaiRespUsageNames = []string{"input_tokens", "output_tokens"}
+// The counts of an OpenAI usage object, by index (oaiChatUsage,
+// oaiRespUsage): input, output, total, and the reasoning count of the
+// details object.
+const (
+	usIn = iota
+	usOut
+	usTotal
+	usReasoning
 )
+
+// The usage objects: chat completions' top-level "usage" (also Groq's
+// x_groq.usage) and the Responses API's "response.usage".
+var (
+	oaiChatUsage = usageShape{
+		names:     []string{usIn: "prompt_tokens", usOut: "completion_tokens", usTotal: "total_tokens"},
+		details:   "completion_tokens_details",
+		reasoning: []string{"reasoning_tokens"},
+	}
+	oaiRespUsage = usageShape{
+		names:     []string{usIn: "input_tokens", usOut: "output_tokens", usTotal: "total_tokens"},
+		details:   "output_tokens_details",
+		reasoning: []string{"reasoning_tokens"},
+	}
+)
+
+// respUsage reads a Responses usage object: whether it has an input or
+// output count, and the counts (0 when absent). output_tokens includes the
+// reasoning tokens.
+func respUsage(u *jsonscan.Ints) (has bool, in, out, reasoning int) {
+	return u.Has[usIn] || u.Has[usOut], u.Get(usIn), u.Get(usOut), u.Get(usReasoning)
+}
+
+// chatUsage reads a chat completions usage object like respUsage. Most
+// providers count reasoning inside completion_tokens; xAI counts it beside
+// (total_tokens = prompt + completion + reasoning: UKGovernmentBEIS/inspect_ai
+// issue 5528, a recorded grok-3-mini usage 10 + 1328 + 307 = 1645), so the
+// reasoning count is added to the output exactly when the total says so.
+func chatUsage(u *jsonscan.Ints) (has bool, in, out, reasoning int) {
+	has, in, out, reasoning = respUsage(u)
+	if reasoning > 0 && u.Has[usTotal] && u.Get(usTotal) == satAdd(satAdd(in, out), reasoning) {
+		out = satAdd(out, reasoning)
+	}
+	return has, in, out, reasoning
+}
 
 // oaiKind classifies the top-level "type" of an event (Responses API).
 type oaiKind uint8
 
 const (
-	oaiNone           oaiKind = iota // no "type", or not a string
-	oaiOther                         // a type this decoder does not look at
-	oaiError                         // "error"
-	oaiRespDelta                     // "response.….delta"
-	oaiRespCompleted                 // "response.completed"
-	oaiRespIncomplete                // "response.incomplete"
-	oaiRespFailed                    // "response.failed"
-	oaiRespOther                     // any other "response.…"
+	oaiNone               oaiKind = iota // no "type", or not a string
+	oaiOther                             // a type this decoder does not look at
+	oaiError                             // "error"
+	oaiRespDelta                         // "response.….delta" (answer)
+	oaiRespReasoningDelta                // "response.reasoning….delta"
+	oaiRespCompleted                     // "response.completed"
+	oaiRespIncomplete                    // "response.incomplete"
+	oaiRespFailed                        // "response.failed"
+	oaiRespOther                         // any other "response.…"
 )
 
 func classifyOpenAI(t []byte) oaiKind {
@@ -142,6 +209,9 @@ func classifyOpenAI(t []byte) oaiKind {
 	}
 	if bytes.HasPrefix(t, []byte("response.")) {
 		if bytes.HasSuffix(t, []byte(".delta")) && len(t) >= len("response.")+len(".delta") {
+			if bytes.HasPrefix(t, []byte("response.reasoning")) {
+				return oaiRespReasoningDelta
+			}
 			return oaiRespDelta
 		}
 		return oaiRespOther
@@ -155,9 +225,12 @@ type openAIFacts struct {
 	typ       oaiKind       // top-level "type"
 	choices   int           // length of the top-level "choices" array (0 if not an array)
 	carrying  int           // choices that carry tokens
-	usage     jsonscan.Ints // top-level "usage" (oaiUsageNames)
-	respUsage jsonscan.Ints // "response": {"usage": ...} (oaiRespUsageNames)
+	answering int           // choices that carry answer (not only reasoning) tokens
+	usage     jsonscan.Ints // top-level "usage" (oaiChatUsage)
+	groqUsage jsonscan.Ints // "x_groq": {"usage": ...} (oaiChatUsage)
+	respUsage jsonscan.Ints // "response": {"usage": ...} (oaiRespUsage)
 	err       bool          // top-level "error" is present and not null
+	groqErr   bool          // "x_groq": {"error": ...} is a non-empty string
 	deltaStr  bool          // top-level "delta" is a non-empty string (Responses)
 }
 
@@ -173,7 +246,9 @@ func walkOpenAI(j *jsonscan.Scanner, i int, f *openAIFacts) (int, bool) {
 		case "choices":
 			i, ok = walkChoices(j, i, 1, f)
 		case "usage":
-			i, ok = j.Ints(i, 1, oaiUsageNames, &f.usage)
+			i, ok = walkUsage(j, i, 1, &oaiChatUsage, &f.usage)
+		case "x_groq":
+			i, ok = walkXGroq(j, i, 1, f)
 		case "error":
 			f.err = j.At(i) != 'n'
 			i, ok = j.Skip(i, 1)
@@ -188,7 +263,7 @@ func walkOpenAI(j *jsonscan.Scanner, i int, f *openAIFacts) (int, bool) {
 		case "delta":
 			i, f.deltaStr, ok = j.NonEmptyString(i, 1)
 		case "response":
-			i, ok = walkUsageHolder(j, i, 1, oaiRespUsageNames, &f.respUsage)
+			i, ok = walkUsageHolder(j, i, 1, &oaiRespUsage, &f.respUsage)
 		default:
 			i, ok = j.Skip(i, 1)
 		}
@@ -199,9 +274,42 @@ func walkOpenAI(j *jsonscan.Scanner, i int, f *openAIFacts) (int, bool) {
 	return i, ok
 }
 
-// walkChoices reads the "choices" value at i into f.choices and f.carrying.
+// walkXGroq reads Groq's "x_groq" object (groq-python XGroq: id, usage,
+// error "indicating why a stream was stopped early", …) at i.
+func walkXGroq(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) {
+	f.groqUsage, f.groqErr = jsonscan.Ints{}, false
+	if j.At(i) != '{' {
+		return j.Skip(i, depth)
+	}
+	i, more, ok := j.OpenObject(i, depth)
+	for ok && more {
+		var k []byte
+		if k, i, ok = j.Key(i); !ok {
+			break
+		}
+		switch string(k) {
+		case "usage":
+			i, ok = walkUsage(j, i, depth+1, &oaiChatUsage, &f.groqUsage)
+		case "error":
+			// Not NonEmptyString: the hot string (jsonscan.Cache) stays the
+			// delta text of the chunk.
+			var t []byte
+			i, t, f.groqErr, ok = j.StringValue(i, depth+1)
+			f.groqErr = f.groqErr && len(t) > 0
+		default:
+			i, ok = j.Skip(i, depth+1)
+		}
+		if ok {
+			i, more, ok = j.NextMember(i)
+		}
+	}
+	return i, ok
+}
+
+// walkChoices reads the "choices" value at i into f.choices, f.carrying and
+// f.answering.
 func walkChoices(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) {
-	f.choices, f.carrying = 0, 0
+	f.choices, f.carrying, f.answering = 0, 0, 0
 	if j.At(i) != '[' {
 		return j.Skip(i, depth)
 	}
@@ -209,9 +317,12 @@ func walkChoices(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) 
 	for ok && more {
 		f.choices++
 		if j.At(i) == '{' {
-			var carries bool
-			if i, carries, ok = walkChoice(j, i, depth+1); carries {
+			var answer, reasoning bool
+			if i, answer, reasoning, ok = walkChoice(j, i, depth+1); answer || reasoning {
 				f.carrying++
+				if answer {
+					f.answering++
+				}
 			}
 		} else {
 			i, ok = j.Skip(i, depth+1)
@@ -223,11 +334,12 @@ func walkChoices(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) 
 	return i, ok
 }
 
-// walkChoice reads one choice object: it carries tokens when its "delta"
-// object has a member that carries output, or its "text" (legacy
-// completions) is a non-empty string.
-func walkChoice(j *jsonscan.Scanner, i, depth int) (next int, carries, ok bool) {
-	var delta, text bool
+// walkChoice reads one choice object: it carries answer or reasoning tokens
+// by the members of its "delta" object, and answer tokens when its "text"
+// (legacy completions) is a non-empty string.
+func walkChoice(j *jsonscan.Scanner, i, depth int) (next int, answer, reasoning, ok bool) {
+	var delta uint8
+	var text bool
 	i, more, ok := j.OpenObject(i, depth)
 	for ok && more {
 		var k []byte
@@ -236,7 +348,7 @@ func walkChoice(j *jsonscan.Scanner, i, depth int) (next int, carries, ok bool) 
 		}
 		switch string(k) {
 		case "delta":
-			delta = false
+			delta = 0
 			if j.At(i) == '{' {
 				i, delta, ok = walkChatDelta(j, i, depth+1)
 			} else {
@@ -251,61 +363,183 @@ func walkChoice(j *jsonscan.Scanner, i, depth int) (next int, carries, ok bool) 
 			i, more, ok = j.NextMember(i)
 		}
 	}
-	return i, text || delta, ok
+	return i, text || delta&answerBits != 0, delta&reasoningBits != 0, ok
 }
 
 // Chat delta members that carry output, one bit each (the last member of a
-// name decides its bit).
+// name decides its bits; "content" decides two).
 const (
-	bitContent = 1 << iota
+	bitContent         = 1 << iota // a non-empty string, or an array with a text part
+	bitContentThinking             // an array with a thinking part
 	bitReasoningContent
 	bitReasoning
 	bitRefusal
 	bitToolCalls    // non-empty array
 	bitFunctionCall // non-empty object
+
+	answerBits    = bitContent | bitRefusal | bitToolCalls | bitFunctionCall
+	reasoningBits = bitContentThinking | bitReasoningContent | bitReasoning
 )
 
-// walkChatDelta reads a chat delta object at i: does a member carry output?
-func walkChatDelta(j *jsonscan.Scanner, i, depth int) (next int, carries, ok bool) {
-	var bits uint8
+// walkChatDelta reads a chat delta object at i: which members carry output?
+func walkChatDelta(j *jsonscan.Scanner, i, depth int) (next int, bits uint8, ok bool) {
 	i, more, ok := j.OpenObject(i, depth)
 	for ok && more {
 		var k []byte
 		if k, i, ok = j.Key(i); !ok {
 			break
 		}
-		var bit uint8
+		var mask, set uint8
 		var yes bool
 		switch string(k) {
 		case "content":
-			bit = bitContent
-			i, yes, ok = j.NonEmptyString(i, depth+1)
+			mask = bitContent | bitContentThinking
+			if j.At(i) == '[' {
+				var answer, reasoning bool
+				i, answer, reasoning, ok = walkContentParts(j, i, depth+1)
+				if answer {
+					set |= bitContent
+				}
+				if reasoning {
+					set |= bitContentThinking
+				}
+			} else {
+				i, yes, ok = j.NonEmptyString(i, depth+1)
+				if yes {
+					set = bitContent
+				}
+			}
 		case "reasoning_content":
-			bit = bitReasoningContent
+			mask = bitReasoningContent
 			i, yes, ok = j.NonEmptyString(i, depth+1)
 		case "reasoning":
-			bit = bitReasoning
+			mask = bitReasoning
 			i, yes, ok = j.NonEmptyString(i, depth+1)
 		case "refusal":
-			bit = bitRefusal
+			mask = bitRefusal
 			i, yes, ok = j.NonEmptyString(i, depth+1)
 		case "tool_calls":
-			bit = bitToolCalls
+			mask = bitToolCalls
 			i, yes, ok = j.NonEmptyArray(i, depth+1)
 		case "function_call":
-			bit = bitFunctionCall
+			mask = bitFunctionCall
 			i, yes, ok = j.NonEmptyObject(i, depth+1)
 		default:
 			i, ok = j.Skip(i, depth+1)
 		}
 		if yes {
-			bits |= bit
+			set = mask
+		}
+		bits = bits&^mask | set
+		if ok {
+			i, more, ok = j.NextMember(i)
+		}
+	}
+	return i, bits, ok
+}
+
+// partKind classifies the "type" of a typed content part.
+type partKind uint8
+
+const (
+	partUntyped  partKind = iota // no "type", or not a string
+	partText                     // "text"
+	partThinking                 // "thinking"
+	partOther                    // image_url, document_url, reference, file, audio, …
+)
+
+func classifyPart(t []byte) partKind {
+	switch string(t) {
+	case "text":
+		return partText
+	case "thinking":
+		return partThinking
+	}
+	return partOther
+}
+
+// walkContentParts reads a content array of typed parts at i (Mistral's
+// DeltaMessageContent = str | List[ContentChunk], mistralai/client-python
+// v2.5.1 docs/models/deltamessagecontent.md): does a part carry answer text,
+// reasoning text?
+func walkContentParts(j *jsonscan.Scanner, i, depth int) (next int, answer, reasoning, ok bool) {
+	i, more, ok := j.OpenArray(i, depth)
+	for ok && more {
+		if j.At(i) == '{' {
+			var a, r bool
+			i, a, r, ok = walkContentPart(j, i, depth+1, false)
+			answer, reasoning = answer || a, reasoning || r
 		} else {
-			bits &^= bit
+			i, ok = j.Skip(i, depth+1)
+		}
+		if ok {
+			i, more, ok = j.NextElement(i)
+		}
+	}
+	return i, answer, reasoning, ok
+}
+
+// walkContentPart reads one typed part at i: a TextChunk {"type": "text",
+// "text"} carries answer text when text is non-empty; a ThinkChunk {"type":
+// "thinking", "thinking": [TextChunk | ReferenceChunk | ToolReferenceChunk,
+// …]} carries reasoning when one of its inner text parts does
+// (docs/models/thinkchunk.md, textchunk.md: "type" is optional, so an untyped
+// part is read by its members). Inside a ThinkChunk (inner), "thinking" is
+// not read: the inner parts are TextChunks and references.
+func walkContentPart(j *jsonscan.Scanner, i, depth int, inner bool) (next int, answer, reasoning, ok bool) {
+	typ := partUntyped
+	var text, thinking bool
+	i, more, ok := j.OpenObject(i, depth)
+	for ok && more {
+		var k []byte
+		if k, i, ok = j.Key(i); !ok {
+			break
+		}
+		switch {
+		case string(k) == "type":
+			var t []byte
+			var isStr bool
+			i, t, isStr, ok = j.StringValue(i, depth+1)
+			typ = partUntyped
+			if isStr {
+				typ = classifyPart(t)
+			}
+		case string(k) == "text":
+			i, text, ok = j.NonEmptyString(i, depth+1)
+		case string(k) == "thinking" && !inner:
+			thinking = false
+			if j.At(i) == '[' {
+				i, thinking, ok = walkThinkingParts(j, i, depth+1)
+			} else {
+				i, ok = j.Skip(i, depth+1)
+			}
+		default:
+			i, ok = j.Skip(i, depth+1)
 		}
 		if ok {
 			i, more, ok = j.NextMember(i)
 		}
 	}
-	return i, bits != 0, ok
+	answer = text && (typ == partText || typ == partUntyped)
+	reasoning = thinking && (typ == partThinking || typ == partUntyped)
+	return i, answer, reasoning, ok
+}
+
+// walkThinkingParts reads a ThinkChunk's "thinking" array at i: does one of
+// its inner parts carry text?
+func walkThinkingParts(j *jsonscan.Scanner, i, depth int) (next int, carries, ok bool) {
+	i, more, ok := j.OpenArray(i, depth)
+	for ok && more {
+		if j.At(i) == '{' {
+			var text bool
+			i, text, _, ok = walkContentPart(j, i, depth+1, true)
+			carries = carries || text
+		} else {
+			i, ok = j.Skip(i, depth+1)
+		}
+		if ok {
+			i, more, ok = j.NextElement(i)
+		}
+	}
+	return i, carries, ok
 }

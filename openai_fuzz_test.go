@@ -18,12 +18,25 @@ func refOpenAIFacts(data []byte) (openAIFacts, bool) {
 	if c, ok := m["choices"].([]any); ok {
 		f.choices = len(c)
 		for _, e := range c {
-			if co, ok := e.(map[string]any); ok && refChoiceCarries(co) {
+			co, ok := e.(map[string]any)
+			if !ok {
+				continue
+			}
+			answer, reasoning := refChoice(co)
+			if answer || reasoning {
 				f.carrying++
+			}
+			if answer {
+				f.answering++
 			}
 		}
 	}
-	f.usage = refInts(m["usage"], oaiUsageNames)
+	f.usage = refUsage(m["usage"], &oaiChatUsage)
+	if x, ok := m["x_groq"].(map[string]any); ok {
+		f.groqUsage = refUsage(x["usage"], &oaiChatUsage)
+		s, _ := x["error"].(string)
+		f.groqErr = s != ""
+	}
 	if e, ok := m["error"]; ok && e != nil {
 		f.err = true
 	}
@@ -34,29 +47,63 @@ func refOpenAIFacts(data []byte) (openAIFacts, bool) {
 		f.deltaStr = d != ""
 	}
 	if r, ok := m["response"].(map[string]any); ok {
-		f.respUsage = refInts(r["usage"], oaiRespUsageNames)
+		f.respUsage = refUsage(r["usage"], &oaiRespUsage)
 	}
 	return f, true
 }
 
-func refChoiceCarries(c map[string]any) bool {
-	if s, _ := c["text"].(string); s != "" {
-		return true
+// refChoice is the reference for walkChoice.
+func refChoice(c map[string]any) (answer, reasoning bool) {
+	nonEmpty := func(m map[string]any, k string) bool { s, _ := m[k].(string); return s != "" }
+	if nonEmpty(c, "text") {
+		answer = true
 	}
 	d, ok := c["delta"].(map[string]any)
 	if !ok {
-		return false
+		return answer, false
 	}
-	for _, k := range []string{"content", "reasoning_content", "reasoning", "refusal"} {
-		if s, _ := d[k].(string); s != "" {
-			return true
+	if parts, ok := d["content"].([]any); ok {
+		for _, p := range parts {
+			a, r := refPart(p, false)
+			answer, reasoning = answer || a, reasoning || r
 		}
+	} else if nonEmpty(d, "content") {
+		answer = true
+	}
+	if nonEmpty(d, "refusal") {
+		answer = true
 	}
 	if a, _ := d["tool_calls"].([]any); len(a) > 0 {
-		return true
+		answer = true
 	}
-	o, _ := d["function_call"].(map[string]any)
-	return len(o) > 0
+	if o, _ := d["function_call"].(map[string]any); len(o) > 0 {
+		answer = true
+	}
+	if nonEmpty(d, "reasoning_content") || nonEmpty(d, "reasoning") {
+		reasoning = true
+	}
+	return answer, reasoning
+}
+
+// refPart is the reference for walkContentPart.
+func refPart(v any, inner bool) (answer, reasoning bool) {
+	p, ok := v.(map[string]any)
+	if !ok {
+		return false, false
+	}
+	typ, typed := p["type"].(string)
+	text, _ := p["text"].(string)
+	thinking := false
+	if inParts, ok := p["thinking"].([]any); ok && !inner {
+		for _, in := range inParts {
+			if a, _ := refPart(in, true); a {
+				thinking = true
+			}
+		}
+	}
+	answer = text != "" && (!typed || typ == "text")
+	reasoning = thinking && (!typed || typ == "thinking")
+	return answer, reasoning
 }
 
 func FuzzOpenAIDecoder(f *testing.F) {
@@ -88,6 +135,9 @@ func FuzzOpenAIFacts(f *testing.F) {
 		`{"usage":{"prompt_tokens":1e2,"completion_tokens":-1,"input_tokens":9223372036854775808}}`,
 		`{"type":"response.\u006fut.delta","delta":"\u00e9"}`,
 		`{"choices":[{"delta":{"tool_calls":[{}],"function_call":{}}},{"text":"\ud83d\ude00"}]}`,
+		`{"choices":[{"delta":{"content":[{"type":"thinking","thinking":[{"text":"a"},{"type":"reference","reference_ids":[1]}]},{"text":""},7]}}]}`,
+		`{"choices":[{"delta":{"content":[{"thinking":[{"type":"text","text":"a","thinking":[{"text":"b"}]}],"type":null}],"content":[]}}]}`,
+		`{"x_groq":{"usage":{"prompt_tokens":3,"completion_tokens":4,"completion_tokens_details":{"reasoning_tokens":5}},"error":"stopped"}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -27,7 +27,9 @@ func (stoppedError) ErrorType() string { return "canceled" }
 // measures req. The caller reads exactly the bytes and errors body returns,
 // with no buffering and no added delay; on the side, each byte read is given
 // to dec, and each frame dec completes is applied to req at once: Chunk with
-// its tokens, SetUsage with its usage, and its stream error is remembered.
+// its tokens (ReasoningChunk when Frame.Reasoning), SetUsage and
+// SetReasoningTokens with its usage, and its stream error is remembered
+// (after the frame's tokens and usage are applied).
 //
 // The request ends exactly once, whichever comes first:
 //   - at io.EOF: OutcomeOK, or OutcomeError with the stream's own error
@@ -99,10 +101,15 @@ func (r *reader) Read(p []byte) (int, error) {
 
 func (r *reader) apply(f Frame) {
 	if f.Tokens != 0 {
-		r.req.Chunk(f.Tokens)
+		if f.Reasoning {
+			r.req.ReasoningChunk(f.Tokens)
+		} else {
+			r.req.Chunk(f.Tokens)
+		}
 	}
 	if f.HasUsage {
 		r.req.SetUsage(f.InputTokens, f.OutputTokens)
+		r.req.SetReasoningTokens(f.ReasoningTokens)
 	} else if f.HasInput {
 		r.req.SetInputTokens(f.InputTokens)
 	}
@@ -146,8 +153,10 @@ func (r *reader) Close() error {
 }
 
 // WrapChan measures req from a channel of stream items: each item received
-// from in is a chunk carrying count(item) tokens (nil count: 1 token per
-// item), passed on unchanged to the returned channel.
+// from in is a chunk carrying count(item) answer tokens (nil count: 1 token
+// per item; Request.Chunk, so the first item marks FirstOutput too), passed
+// on unchanged to the returned channel. For a stream that mixes reasoning
+// and answer items, call ReasoningChunk and Chunk yourself.
 //
 // A goroutine forwards the items. It ends the request and closes the
 // returned channel when in is closed (OutcomeOK, unless the producer already
@@ -193,8 +202,8 @@ func countOf[T any](count func(T) int, v T) int {
 }
 
 // WrapSeq measures req from an iterator of stream items: each item is a
-// chunk carrying count(item) tokens (nil count: 1 per item), yielded
-// unchanged. The request ends when the iteration does: OutcomeOK when seq
+// chunk carrying count(item) answer tokens (nil count: 1 per item; as
+// WrapChan, Request.Chunk), yielded unchanged. The request ends when the iteration does: OutcomeOK when seq
 // is exhausted; OutcomeCanceled (ErrStopped) when the consumer breaks out
 // of the loop or panics; OutcomeCanceled when req's context is done (checked
 // before each item is yielded). The returned iterator is single-use, like

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"strconv"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
 // lineDecoder is a toy protocol for testing the adapters: one frame per
@@ -119,7 +122,7 @@ func TestReaderMeasuresAndPassesBytesThrough(t *testing.T) {
 		assert.Equal(t, "role\nt 1\nt 2\nt 1\nu 7 5\nd\n", string(got), "bytes out == bytes in")
 		rec := req.End(errors.New("already ended at EOF: ignored"))
 		assert.Equal(t, Record{
-			Start: start, FirstToken: start.Add(150 * time.Millisecond), LastToken: start.Add(200 * time.Millisecond),
+			Start: start, FirstToken: start.Add(150 * time.Millisecond), FirstOutput: start.Add(150 * time.Millisecond), LastToken: start.Add(200 * time.Millisecond),
 			End: start.Add(210 * time.Millisecond), InputTokens: 7, OutputTokens: 5, Chunks: 3,
 			ITL: []time.Duration{0, 50 * time.Millisecond}, MaxITL: 50 * time.Millisecond, Outcome: OutcomeOK,
 		}, rec)
@@ -472,25 +475,25 @@ func (c *byteClock) now() time.Time { return t0.Add(time.Duration(c.pos)) }
 
 // TestReaderFixtures feeds every realistic fixture through the reader
 // wrapper whole, split at every byte and one byte at a time: the caller
-// reads exactly the fixture, the Record holds the hand-counted tokens and
-// usage, and TTFT falls on the first token-carrying frame, not before it
-// (not at a role chunk).
+// reads exactly the fixture; the Record holds the hand-counted N (never
+// below the token-carrying chunks), chunks, input and reasoning tokens and
+// outcome; the stream's error is the request's error.type; TTFT falls on
+// the first token-carrying frame and TTFO on the first answer frame, not
+// before them (not at a role chunk, not at reasoning).
 func TestReaderFixtures(t *testing.T) {
 	for _, fx := range fixtures {
 		t.Run(fx.file, func(t *testing.T) {
+			errs := otelErrors(t)
 			data := readFixture(t, fx.file)
 			ends := eventEnds(data)
 			require.Len(t, ends, fx.want.Frames, "the fixture's events")
 			body := &byteClock{}
-			tr, _ := newTestTracker(t, WithClock(body.now))
-			wantOut := fx.want.Tokens
-			if fx.want.HasUsage {
-				wantOut = fx.want.Out
-			}
+			tr, metrics := newTestTracker(t, WithClock(body.now))
 			wantOutcome := OutcomeOK
 			if fx.want.Errs > 0 {
 				wantOutcome = OutcomeError
 			}
+			reads := 0
 			read := func(t *testing.T, r io.Reader) Record {
 				*body = byteClock{r: r}
 				req := tr.Start(context.Background())
@@ -498,9 +501,11 @@ func TestReaderFixtures(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, data, got, "bytes out == bytes in")
 				rec := req.End(nil)
-				assert.Equal(t, wantOut, rec.OutputTokens, "N")
+				reads++
+				assert.Equal(t, fx.n, rec.OutputTokens, "N")
 				assert.Equal(t, fx.want.TokenFrames, rec.Chunks, "token-carrying chunks")
 				assert.Equal(t, fx.want.In, rec.InputTokens, "input tokens")
+				assert.Equal(t, fx.want.Reasoning, rec.ReasoningTokens, "reasoning tokens")
 				assert.Equal(t, wantOutcome, rec.Outcome)
 				return rec
 			}
@@ -511,14 +516,50 @@ func TestReaderFixtures(t *testing.T) {
 				}
 			}
 			rec := read(t, iotest.OneByteReader(bytes.NewReader(data)))
+			// between returns the byte span of frame i: after the frame
+			// before it, up to its own end.
+			between := func(i int) (lo, hi int) {
+				if i > 0 {
+					lo = ends[i-1]
+				}
+				return lo, ends[i]
+			}
 			ttft, ok := rec.TTFT()
 			require.True(t, ok)
-			lo := 0
-			if fx.want.FirstToken > 0 {
-				lo = ends[fx.want.FirstToken-1]
-			}
+			lo, hi := between(fx.want.FirstToken)
 			assert.Greater(t, int(ttft), lo, "TTFT after the frames that carry no token")
-			assert.LessOrEqual(t, int(ttft), ends[fx.want.FirstToken], "TTFT when the first token-carrying frame completes")
+			assert.LessOrEqual(t, int(ttft), hi, "TTFT when the first token-carrying frame completes")
+			ttfo, ok := rec.TTFO()
+			if fx.want.FirstAnswer < 0 {
+				assert.False(t, ok, "no answer token, no TTFO")
+			} else if assert.True(t, ok) {
+				lo, hi := between(fx.want.FirstAnswer)
+				assert.Greater(t, int(ttfo), lo, "TTFO after the reasoning frames")
+				assert.LessOrEqual(t, int(ttfo), hi, "TTFO when the first answer frame completes")
+			}
+
+			reported := errs()
+			if fx.lowUsage {
+				require.Len(t, reported, reads, "one report per request")
+				assert.ErrorIs(t, reported[0], ErrUsageBelowChunks)
+				assert.Equal(t, fmt.Sprintf("llmmetrics: reported output tokens below the token-carrying chunks: usage says %d, %d chunks arrived; N is %d",
+					fx.want.Out, fx.want.TokenFrames, fx.n), reported[0].Error())
+			} else {
+				assert.Empty(t, reported)
+			}
+			errTypes := map[string]int64{}
+			if m, ok := collect(t, metrics)[MetricRequests]; assert.True(t, ok) {
+				for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+					if v, ok := p.Attributes.Value(semconv.ErrorTypeKey); ok {
+						errTypes[v.AsString()] += p.Value
+					}
+				}
+			}
+			if fx.want.Errs > 0 {
+				assert.Equal(t, map[string]int64{fx.want.ErrType: int64(reads)}, errTypes, "error.type")
+			} else {
+				assert.Empty(t, errTypes)
+			}
 		})
 	}
 }

@@ -33,8 +33,8 @@ type SummaryOptions struct {
 var defaultPercentiles = []float64{50, 90, 95, 99}
 
 // Summary is the aggregate of a set of Records over a run: counts, token
-// totals, throughput, the four latency distributions, concurrency and
-// goodput. Summarize fills it; the formulas are those of `vllm bench serve`
+// totals, throughput, the latency distributions (the four of vLLM, and
+// TTFO), concurrency and goodput. Summarize fills it; the formulas are those of `vllm bench serve`
 // (see Summarize). Rates are per second; durations are rounded to the
 // nanosecond.
 //
@@ -55,8 +55,13 @@ type Summary struct {
 	Duration time.Duration `json:"duration_ns"`
 	// InputTokens is Σ InputTokens over completed requests.
 	InputTokens int `json:"input_tokens"`
-	// OutputTokens is Σ OutputTokens (N) over completed requests.
+	// OutputTokens is Σ OutputTokens (N, reasoning included) over
+	// completed requests.
 	OutputTokens int `json:"output_tokens"`
+	// ReasoningTokens is Σ ReasoningTokens over completed requests: how
+	// many of the OutputTokens the servers reported as reasoning (requests
+	// whose server does not say add 0).
+	ReasoningTokens int `json:"reasoning_tokens"`
 	// RequestThroughput is Completed / Duration, in requests per second
 	// (0 when Duration is 0).
 	RequestThroughput float64 `json:"request_throughput"`
@@ -68,6 +73,11 @@ type Summary struct {
 	// TTFT is the distribution of time to first token over completed
 	// requests that received a token.
 	TTFT Distribution `json:"ttft"`
+	// TTFO is the distribution of time to first output token (the first
+	// answer token, after any reasoning; Record.TTFO) over completed
+	// requests that received an answer token. It has no vLLM counterpart;
+	// without reasoning it equals TTFT.
+	TTFO Distribution `json:"ttfo"`
 	// TPOT is the distribution of time per output token over completed
 	// requests with N > 1 (one value per request, so TPOT.Mean is the
 	// request-weighted mean).
@@ -185,7 +195,8 @@ func (s Summary) Distribution(l Latency) Distribution {
 //     Requests, Failed/Canceled, the concurrency figures and as not good.
 //   - RequestThroughput = Completed / Duration; OutputThroughput = Σ N /
 //     Duration; TotalTokenThroughput = (Σ input + Σ N) / Duration.
-//   - TTFT: one value per OK request with a token. TPOT: one value per OK
+//   - TTFT: one value per OK request with a token. TTFO: one value per OK
+//     request with an answer token (FirstOutput set). TPOT: one value per OK
 //     request with N > 1 ((LastToken − FirstToken) / (N − 1), unrounded
 //     until the statistics are computed). ITL: every gap of every OK
 //     request. E2EL: one value per OK request.
@@ -213,11 +224,11 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	// One pass over the records computes every per-record figure once and
 	// writes the per-record sample sets into one pooled buffer, record
 	// order kept (the float sums below depend on it):
-	// [TTFT | TPOT | E2EL | concurrency events (2 per record)].
-	buf := stats.Buffer(5 * n)
+	// [TTFT | TTFO | TPOT | E2EL | concurrency events (2 per record)].
+	buf := stats.Buffer(6 * n)
 	defer stats.Release(buf)
 	all := *buf
-	kTTFT, kTPOT, kE2EL, kEvents := all[:0:n], all[n:n:2*n], all[2*n:2*n:3*n], all[3*n:3*n]
+	kTTFT, kTTFO, kTPOT, kE2EL, kEvents := all[:0:n], all[n:n:2*n], all[2*n:2*n:3*n], all[3*n:3*n:4*n], all[4*n:4*n]
 
 	var (
 		nITL               int
@@ -281,6 +292,10 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		s.Completed++
 		s.InputTokens += max(r.InputTokens, 0)
 		s.OutputTokens += out
+		s.ReasoningTokens += max(r.ReasoningTokens, 0)
+		if m.hasTTFO {
+			kTTFO = append(kTTFO, uint64(m.ttfo))
+		}
 		if m.tok {
 			kTTFT = append(kTTFT, uint64(m.ttft))
 			if out > 1 {
@@ -343,6 +358,8 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	defer stats.Release(scratch)
 	ttft := stats.Of(kTTFT, *scratch, ps, stats.Int)
 	s.TTFT = distribution(&ttft, ps)
+	ttfo := stats.Of(kTTFO, *scratch, ps, stats.Int)
+	s.TTFO = distribution(&ttfo, ps)
 	tpot := stats.Of(kTPOT, *scratch, ps, stats.Float)
 	s.TPOT = distribution(&tpot, ps)
 	if s.TPOT.Count > 0 {
@@ -421,6 +438,8 @@ func slowRunBounds(records []Record, events []uint64) (time.Duration, []uint64) 
 // figures an SLO bounds and the run-level times.
 type recMetrics struct {
 	figures
+	hasTTFO bool          // !FirstOutput.IsZero()
+	ttfo    time.Duration // TTFO(), when hasTTFO
 	hasBusy bool          // End.After(Start)
 	busy    time.Duration // End − Start (when hasBusy)
 	hasEnd  bool          // !End.IsZero()
@@ -432,6 +451,7 @@ type recMetrics struct {
 // slow fills m from the Record methods themselves.
 func (m *recMetrics) slow(r *Record) {
 	m.figures = r.figures()
+	m.ttfo, m.hasTTFO = r.TTFO()
 	if r.End.After(r.Start) {
 		m.hasBusy, m.busy = true, r.End.Sub(r.Start)
 	}
@@ -441,9 +461,9 @@ func (m *recMetrics) slow(r *Record) {
 // fast fills m from r's times as offsets from b, with the exact results
 // of the Record methods, and reports false (m is then partial and must be
 // refilled by slow) when some time r uses cannot be taken as an offset. A
-// zero FirstToken, LastToken or End is the "unset" sentinel and is never
-// converted: each place the methods compare it with another time is
-// handled below.
+// zero FirstToken, FirstOutput, LastToken or End is the "unset" sentinel
+// and is never converted: each place the methods compare it with another
+// time is handled below.
 func (m *recMetrics) fast(r *Record, b *timebase.Base) bool {
 	start, ok := b.Offset(r.Start)
 	if !ok {
@@ -475,6 +495,14 @@ func (m *recMetrics) fast(r *Record, b *timebase.Base) bool {
 		m.ttft = time.Duration(max(first-start, 0)) // nonNeg(FirstToken − Start)
 		m.decode = time.Duration(last - first)
 		m.e2el, m.hasE2EL = time.Duration(max(last-start, 0)), true
+	}
+	m.hasTTFO = !r.FirstOutput.IsZero()
+	if m.hasTTFO {
+		out, ok := b.Offset(r.FirstOutput)
+		if !ok {
+			return false
+		}
+		m.ttfo = time.Duration(max(out-start, 0)) // nonNeg(FirstOutput − Start)
 	}
 	m.hasEnd = !r.End.IsZero()
 	if m.hasEnd {

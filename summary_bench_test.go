@@ -35,7 +35,8 @@ func benchRunRecords(n, totalGaps int) []Record {
 			itl[j] = time.Duration(10e6 + rng.Int64N(30e6))
 			last = last.Add(itl[j])
 		}
-		rs[i] = Record{Start: start, FirstToken: first, LastToken: last, End: last.Add(time.Millisecond),
+		// FirstOutput as a Tracker sets it for a stream without reasoning.
+		rs[i] = Record{Start: start, FirstToken: first, FirstOutput: first, LastToken: last, End: last.Add(time.Millisecond),
 			InputTokens: 500, OutputTokens: g + 1, Chunks: g + 1, ITL: itl}
 	}
 	return rs

@@ -28,6 +28,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 		minStart, maxEnd   time.Time
 		haveStart, haveEnd bool
 		nTTFT, nTPOT, nITL int
+		nTTFO              int
 		nE2EL, nBusy       int
 		allOut, goodTokens int
 		busy               float64 // Σ(End − Start) in ns
@@ -75,6 +76,10 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 		s.Completed++
 		s.InputTokens += max(r.InputTokens, 0)
 		s.OutputTokens += out
+		s.ReasoningTokens += max(r.ReasoningTokens, 0)
+		if _, ok := r.TTFO(); ok {
+			nTTFO++
+		}
 		if r.HasToken() {
 			nTTFT++
 			if out > 1 {
@@ -124,7 +129,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 	}
 
 	// Sample sets, one at a time through two pooled buffers.
-	size := max(nTTFT, nTPOT, nITL, nE2EL, 2*nBusy)
+	size := max(nTTFT, nTTFO, nTPOT, nITL, nE2EL, 2*nBusy)
 	if size == 0 {
 		return s
 	}
@@ -143,6 +148,14 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 		}
 	}
 	s.TTFT = dist(k, stats.Int)
+
+	k = (*keys)[:0]
+	for i := range records {
+		if d, ok := records[i].TTFO(); ok && records[i].Outcome == OutcomeOK {
+			k = append(k, uint64(d))
+		}
+	}
+	s.TTFO = dist(k, stats.Int)
 
 	k = (*keys)[:0]
 	for i := range records {
@@ -231,17 +244,24 @@ func adversarialTime(rng *rand.Rand, t0, mono time.Time) time.Time {
 // LastToken possibly before FirstToken or zero, N ≤ 1, and ITL lists.
 func adversarialRecord(rng *rand.Rand, t0, mono time.Time) Record {
 	r := Record{
-		Start:        adversarialTime(rng, t0, mono),
-		FirstToken:   adversarialTime(rng, t0, mono),
-		LastToken:    adversarialTime(rng, t0, mono),
-		End:          adversarialTime(rng, t0, mono),
-		InputTokens:  rng.IntN(2000) - 10,
-		OutputTokens: []int{-1, 0, 1, 2, 3, 7, 1000}[rng.IntN(7)],
-		Outcome:      Outcome(rng.IntN(4)),
-		MaxITL:       time.Duration(rng.Int64N(int64(time.Second))),
+		Start:           adversarialTime(rng, t0, mono),
+		FirstToken:      adversarialTime(rng, t0, mono),
+		LastToken:       adversarialTime(rng, t0, mono),
+		End:             adversarialTime(rng, t0, mono),
+		InputTokens:     rng.IntN(2000) - 10,
+		OutputTokens:    []int{-1, 0, 1, 2, 3, 7, 1000}[rng.IntN(7)],
+		ReasoningTokens: rng.IntN(100) - 10,
+		Outcome:         Outcome(rng.IntN(4)),
+		MaxITL:          time.Duration(rng.Int64N(int64(time.Second))),
 	}
 	for range rng.IntN(4) {
 		r.ITL = append(r.ITL, time.Duration(rng.Int64N(int64(time.Second))-1000))
+	}
+	switch rng.IntN(3) { // no answer, an answer without reasoning, or any time
+	case 1:
+		r.FirstOutput = r.FirstToken
+	case 2:
+		r.FirstOutput = adversarialTime(rng, t0, mono)
 	}
 	return r
 }
@@ -261,6 +281,11 @@ func orderedRecord(rng *rand.Rand, base time.Time) Record {
 			r.LastToken = time.Time{}
 		}
 		r.ITL = []time.Duration{time.Duration(rng.IntN(3)) * 50 * time.Millisecond}
+		// Reasoning first half the time: the answer starts later.
+		if rng.IntN(3) != 0 {
+			r.FirstOutput = r.FirstToken.Add(time.Duration(rng.IntN(2)) * 300 * time.Millisecond)
+			r.ReasoningTokens = rng.IntN(3) * max(n-1, 0)
+		}
 	}
 	if rng.IntN(5) == 0 {
 		r.End = time.Time{}
@@ -277,6 +302,7 @@ func realClockRecord(rng *rand.Rand) Record {
 	r := orderedRecord(rng, time.Now())
 	if rng.IntN(2) == 0 {
 		r.Start, r.FirstToken, r.LastToken, r.End = r.Start.Round(0), r.FirstToken.Round(0), r.LastToken.Round(0), r.End.Round(0)
+		r.FirstOutput = r.FirstOutput.Round(0)
 	}
 	return r
 }
@@ -395,6 +421,7 @@ func FuzzSummarizeMatchesRecordMethods(f *testing.F) {
 			for g := next() % 3; g > 0; g-- {
 				r.ITL = append(r.ITL, time.Duration(next()))
 			}
+			r.FirstOutput, r.ReasoningTokens = at(next()), int(next()%8)
 			rs = append(rs, r)
 		}
 		var slo SLO

@@ -324,7 +324,7 @@ func TestSummaryJSON(t *testing.T) {
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(b, &m))
 	for _, k := range []string{"requests", "completed", "failed", "canceled", "duration_ns", "input_tokens",
-		"output_tokens", "request_throughput", "output_throughput", "total_token_throughput", "ttft", "tpot",
+		"output_tokens", "reasoning_tokens", "request_throughput", "output_throughput", "total_token_throughput", "ttft", "ttfo", "tpot",
 		"itl", "e2el", "tpot_request_weighted_ns", "tpot_token_weighted_ns", "peak_concurrency",
 		"mean_concurrency", "slo", "goodput"} {
 		assert.Contains(t, m, k)
@@ -340,6 +340,55 @@ func TestSummaryJSON(t *testing.T) {
 	v, ok := back.TTFT.Percentile(99.9)
 	assert.True(t, ok)
 	assert.Equal(t, msDur(150), v)
+}
+
+// TestSummarizeTTFO: TTFO is one value per OK request with an answer token,
+// and reasoning tokens add up over OK requests. By hand:
+//   - A: reasoning from 100 ms, answer at 700 ms: TTFT 100, TTFO 700, 40 of
+//     60 tokens reasoning;
+//   - B: answer only, first token at 200 ms: TTFT = TTFO = 200;
+//   - C: reasoning only (cut by the length limit before any answer): TTFT
+//     150, no TTFO, 20 reasoning tokens;
+//   - D: reasoning then answer at 400 ms, 10 reasoning tokens;
+//   - E: failed after its answer started (FirstOutput 50 ms): not counted.
+//
+// TTFO samples {700, 200, 400} ms: mean 433.333… ms, median 400 ms, min
+// 200, max 700, population std √((266.6…² + 233.3…² + 33.3…²)/3) =
+// √(126,666.6…/3) = √(42,222.2…) ms ≈ 205.480467 ms; p90 by numpy's linear interpolation =
+// 400 + 0.8·(700 − 400) = 640 ms. TTFT samples {100, 200, 150, 400}.
+// Reasoning tokens 40 + 0 + 20 + 10 = 70.
+func TestSummarizeTTFO(t *testing.T) {
+	a := okRecord(0, 100, []float64{300, 300}, 60)
+	a.FirstOutput, a.ReasoningTokens = a.Start.Add(msDur(700)), 40
+	b := okRecord(0, 200, []float64{10}, 2)
+	b.FirstOutput = b.FirstToken
+	c := okRecord(0, 150, []float64{10}, 20)
+	c.ReasoningTokens = 20
+	d := okRecord(0, 400, nil, 11)
+	d.FirstOutput, d.ReasoningTokens = d.FirstToken, 10
+	e := okRecord(0, 50, nil, 5)
+	e.FirstOutput, e.ReasoningTokens, e.Outcome = e.FirstToken, 4, OutcomeError
+
+	s := Summarize([]Record{a, b, c, d, e}, SummaryOptions{Percentiles: []float64{90}})
+	assert.Equal(t, 4, s.TTFT.Count)
+	assert.Equal(t, 3, s.TTFO.Count)
+	assert.Equal(t, time.Duration(433_333_333), s.TTFO.Mean) // 1300 ms / 3, rounded
+	assert.Equal(t, msDur(400), s.TTFO.Median)
+	assert.Equal(t, msDur(200), s.TTFO.Min)
+	assert.Equal(t, msDur(700), s.TTFO.Max)
+	assert.Equal(t, time.Duration(205_480_467), s.TTFO.Std)
+	assert.Equal(t, msDur(640), mustPercentile(t, s.TTFO, 90))
+	assert.Equal(t, 70, s.ReasoningTokens)
+	assert.Equal(t, 60+2+20+11, s.OutputTokens, "reasoning stays inside the output tokens")
+
+	// Without reasoning, TTFO is TTFT.
+	plain := []Record{b, b, d}
+	sp := Summarize(plain, SummaryOptions{})
+	sp.TTFO.Std, sp.TTFT.Std = 0, 0
+	assert.Equal(t, sp.TTFT, sp.TTFO)
+	// Records from before FirstOutput existed have no TTFO at all.
+	old := okRecord(0, 100, []float64{10}, 2)
+	assert.Zero(t, Summarize([]Record{old}, SummaryOptions{}).TTFO.Count)
 }
 
 // TestSummarizeProperties checks invariants on random runs.

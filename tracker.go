@@ -31,6 +31,9 @@ const (
 // MetricNames are the instrument names a Tracker of one role emits.
 type MetricNames struct {
 	TTFT, TPOT, ITL, E2EL string
+	// TTFO is the time to first output (answer) token histogram,
+	// MetricTTFO for both roles: the GenAI conventions have none.
+	TTFO string
 	// TokenUsage is the gen_ai.client.token.usage histogram; empty for the
 	// server role.
 	TokenUsage               string
@@ -39,6 +42,7 @@ type MetricNames struct {
 
 // Names of the instruments that are not (yet) in the GenAI conventions.
 const (
+	MetricTTFO       = "llmmetrics.time_to_first_output_token"
 	MetricServerITL  = "llmmetrics.inter_token_latency"
 	MetricClientTPOT = "llmmetrics.time_per_output_token"
 	MetricTokens     = "llmmetrics.tokens"
@@ -55,6 +59,7 @@ func (r Role) MetricNames() MetricNames {
 			TPOT:       MetricClientTPOT,
 			ITL:        genaiconv.ClientOperationTimePerOutputChunk{}.Name(),
 			E2EL:       genaiconv.ClientOperationDuration{}.Name(),
+			TTFO:       MetricTTFO,
 			TokenUsage: genaiconv.ClientTokenUsage{}.Name(),
 			Tokens:     MetricTokens, Requests: MetricRequests, Active: MetricActive,
 		}
@@ -64,6 +69,7 @@ func (r Role) MetricNames() MetricNames {
 		TPOT:   genaiconv.ServerTimePerOutputToken{}.Name(),
 		ITL:    MetricServerITL,
 		E2EL:   genaiconv.ServerRequestDuration{}.Name(),
+		TTFO:   MetricTTFO,
 		Tokens: MetricTokens, Requests: MetricRequests, Active: MetricActive,
 	}
 }
@@ -94,10 +100,10 @@ type Tracker struct {
 }
 
 type instruments struct {
-	ttft, tpot, itl, e2el metric.Float64Histogram
-	tokenUsage            metric.Int64Histogram // client role only
-	tokens, requests      metric.Int64Counter
-	active                metric.Int64UpDownCounter
+	ttft, ttfo, tpot, itl, e2el metric.Float64Histogram
+	tokenUsage                  metric.Int64Histogram // client role only
+	tokens, requests            metric.Int64Counter
+	active                      metric.Int64UpDownCounter
 }
 
 // NewTracker returns a Tracker configured by opts. Invalid options make it
@@ -134,6 +140,14 @@ func newInstruments(cfg config) (instruments, error) {
 		}
 	}
 	names := cfg.role.MetricNames()
+	ttfoBuckets := ServerTTFTBuckets
+	if cfg.role == RoleClient {
+		ttfoBuckets = DurationBuckets
+	}
+	var err error
+	in.ttfo, err = m.Float64Histogram(names.TTFO, metric.WithUnit("s"), bounds(ttfoBuckets),
+		metric.WithDescription("Time to first output token: from the start of the request to the first chunk that carries answer tokens (content, refusal, tool calls), after any reasoning tokens."))
+	check(err)
 	if cfg.role == RoleClient {
 		ttft, err := genaiconv.NewClientOperationTimeToFirstChunk(m, bounds(DurationBuckets))
 		check(err)
@@ -159,7 +173,6 @@ func newInstruments(cfg config) (instruments, error) {
 			metric.WithDescription("Inter-token latency: each gap between consecutive token-carrying chunks of a response."))
 		check(err)
 	}
-	var err error
 	in.tokens, err = m.Int64Counter(names.Tokens, metric.WithUnit("{token}"),
 		metric.WithDescription("Input and output tokens of ended requests, by gen_ai.token.type, outcome and SLO result."))
 	check(err)
@@ -343,7 +356,8 @@ func (t *Tracker) StartAt(ctx context.Context, start time.Time, attrs ...attribu
 }
 
 // Request measures one request. Get one from Tracker.Start; feed it with
-// Chunk and SetUsage; finish it with End, which returns its Record.
+// Chunk (answer tokens), ReasoningChunk (reasoning tokens), SetUsage and
+// SetReasoningTokens; finish it with End, which returns its Record.
 //
 // Its methods are safe for concurrent use: a cancel watcher may End a
 // request while the stream goroutine still delivers chunks; a chunk that
@@ -362,12 +376,15 @@ type Request struct {
 
 	mu              sync.Mutex
 	first, last     time.Duration // offsets from start of the first and last token-carrying chunk
+	firstOut        time.Duration // offset of the first answer chunk, when hasOut
 	end             time.Duration // offset of End
 	maxGap          time.Duration
 	chunks, tokens  int
 	input, output   int // usage, when hasUsage
+	reasoning       int // reported reasoning tokens (SetReasoningTokens)
 	itl             []time.Duration
 	hasUsage, ended bool
+	hasOut          bool // an answer chunk arrived
 	outcome         Outcome
 }
 
@@ -379,22 +396,48 @@ var (
 	errNegativeUsage  = errors.New("llmmetrics: negative usage count ignored")
 )
 
-// Chunk records that a chunk carrying tokens output tokens arrived now (by
-// the Tracker's clock). A chunk with 0 tokens (a role-only delta, a
-// keep-alive) is allowed and moves nothing; it does not read the clock. A
-// negative count is ignored and reported through otel.Handle. A Chunk after
-// End is ignored. The first token-carrying chunk records TTFT; each later
-// one records one ITL gap.
+// ErrUsageBelowChunks is the problem (wrapped, with both counts) a Request
+// reports through otel.Handle when it ends with a reported output count
+// (SetUsage) below its number of token-carrying chunks. Every such chunk
+// holds at least one token, so the report is the server's fault (the
+// Responses API can end with "output_tokens": 0 after 16 deltas): N is
+// then the chunk count.
+var ErrUsageBelowChunks = errors.New("llmmetrics: reported output tokens below the token-carrying chunks")
+
+// Chunk records that a chunk carrying tokens answer (output) tokens arrived
+// now (by the Tracker's clock): content, refusal or a tool call. A chunk
+// with 0 tokens (a role-only delta, a keep-alive) is allowed and moves
+// nothing; it does not read the clock. A negative count is ignored and
+// reported through otel.Handle. A Chunk after End is ignored. The first
+// token-carrying chunk records TTFT, the first answer chunk TTFO
+// (Record.FirstOutput); each later chunk records one ITL gap.
 func (r *Request) Chunk(tokens int) {
 	if tokens <= 0 {
-		r.ChunkAt(time.Time{}, tokens)
+		r.chunkAt(time.Time{}, tokens, true)
 		return
 	}
-	r.ChunkAt(r.t.cfg.now(), tokens)
+	r.chunkAt(r.t.cfg.now(), tokens, true)
 }
 
 // ChunkAt is Chunk with an explicit arrival time.
-func (r *Request) ChunkAt(t time.Time, tokens int) {
+func (r *Request) ChunkAt(t time.Time, tokens int) { r.chunkAt(t, tokens, true) }
+
+// ReasoningChunk records that a chunk carrying tokens reasoning ("thinking")
+// tokens arrived now, as Chunk does for answer tokens: it is a
+// token-carrying chunk for TTFT, ITL, TPOT and N, but it does not mark the
+// first output token (TTFO waits for the first answer chunk).
+func (r *Request) ReasoningChunk(tokens int) {
+	if tokens <= 0 {
+		r.chunkAt(time.Time{}, tokens, false)
+		return
+	}
+	r.chunkAt(r.t.cfg.now(), tokens, false)
+}
+
+// ReasoningChunkAt is ReasoningChunk with an explicit arrival time.
+func (r *Request) ReasoningChunkAt(t time.Time, tokens int) { r.chunkAt(t, tokens, false) }
+
+func (r *Request) chunkAt(t time.Time, tokens int, answer bool) {
 	if tokens <= 0 {
 		if tokens < 0 {
 			otel.Handle(errNegativeTokens)
@@ -408,6 +451,7 @@ func (r *Request) ChunkAt(t time.Time, tokens int) {
 	}
 	off := max(t.Sub(r.start), r.last)
 	first := r.chunks == 0
+	firstOut := answer && !r.hasOut
 	var gap time.Duration
 	if first {
 		r.first = off
@@ -417,6 +461,9 @@ func (r *Request) ChunkAt(t time.Time, tokens int) {
 		if r.t.cfg.keepITL {
 			r.itl = append(r.itl, gap)
 		}
+	}
+	if firstOut {
+		r.firstOut, r.hasOut = off, true
 	}
 	r.last = off
 	r.chunks++
@@ -428,13 +475,18 @@ func (r *Request) ChunkAt(t time.Time, tokens int) {
 	} else {
 		r.t.inst.itl.Record(r.ctx, gap.Seconds(), r.set.rec...)
 	}
+	if firstOut {
+		r.t.inst.ttfo.Record(r.ctx, off.Seconds(), r.set.rec...)
+	}
 }
 
 // SetUsage records the server's exact token counts (for example the usage
-// chunk of stream_options.include_usage). The output count, once set,
-// overrides the sum of chunk counts as N. Later calls replace earlier ones
-// (usage counts are cumulative). Negative counts are ignored and reported
-// through otel.Handle. A SetUsage after End is ignored.
+// chunk of stream_options.include_usage); output counts every generated
+// token, reasoning included. The output count, once set, overrides the sum
+// of chunk counts as N, except that N is never below the number of
+// token-carrying chunks (see ErrUsageBelowChunks). Later calls replace
+// earlier ones (usage counts are cumulative). Negative counts are ignored
+// and reported through otel.Handle. A SetUsage after End is ignored.
 func (r *Request) SetUsage(input, output int) {
 	if input < 0 || output < 0 {
 		otel.Handle(errNegativeUsage)
@@ -443,6 +495,23 @@ func (r *Request) SetUsage(input, output int) {
 	r.mu.Lock()
 	if !r.ended {
 		r.input, r.output, r.hasUsage = input, output, true
+	}
+	r.mu.Unlock()
+}
+
+// SetReasoningTokens records how many of the output tokens the server
+// reports as reasoning ("thinking") tokens: Record.ReasoningTokens (for
+// example completion_tokens_details.reasoning_tokens). Later calls replace
+// earlier ones. A negative count is ignored and reported through
+// otel.Handle. A SetReasoningTokens after End is ignored.
+func (r *Request) SetReasoningTokens(n int) {
+	if n < 0 {
+		otel.Handle(errNegativeUsage)
+		return
+	}
+	r.mu.Lock()
+	if !r.ended {
+		r.reasoning = n
 	}
 	r.mu.Unlock()
 }
@@ -488,7 +557,11 @@ func (r *Request) EndAt(t time.Time, err error) Record {
 	r.end = max(t.Sub(r.start), r.last)
 	r.outcome = outcomeOf(err)
 	rec := r.record()
+	low := r.hasUsage && r.output < r.chunks
 	r.mu.Unlock()
+	if low {
+		otel.Handle(fmt.Errorf("%w: usage says %d, %d chunks arrived; N is %d", ErrUsageBelowChunks, r.output, rec.Chunks, rec.OutputTokens))
+	}
 	r.t.finish(r.ctx, r.set, rec, err)
 	return rec
 }
@@ -506,21 +579,27 @@ func outcomeOf(err error) Outcome {
 // record builds the Record; r.mu must be held.
 func (r *Request) record() Record {
 	rec := Record{
-		Start:        r.start,
-		End:          r.start.Add(r.end),
-		InputTokens:  r.input,
-		OutputTokens: r.tokens,
-		Chunks:       r.chunks,
-		ITL:          r.itl,
-		MaxITL:       r.maxGap,
-		Outcome:      r.outcome,
+		Start:           r.start,
+		End:             r.start.Add(r.end),
+		InputTokens:     r.input,
+		OutputTokens:    r.tokens,
+		ReasoningTokens: r.reasoning,
+		Chunks:          r.chunks,
+		ITL:             r.itl,
+		MaxITL:          r.maxGap,
+		Outcome:         r.outcome,
 	}
 	if r.hasUsage {
-		rec.OutputTokens = r.output
+		// Each token-carrying chunk holds at least one token: a usage below
+		// the chunk count is the server's fault (reported at End).
+		rec.OutputTokens = max(r.output, r.chunks)
 	}
 	if r.chunks > 0 {
 		rec.FirstToken = r.start.Add(r.first)
 		rec.LastToken = r.start.Add(r.last)
+	}
+	if r.hasOut {
+		rec.FirstOutput = r.start.Add(r.firstOut)
 	}
 	return rec
 }

@@ -61,6 +61,14 @@ func BenchmarkChunk(b *testing.B) {
 			r.Chunk(1)
 		}
 	})
+	b.Run("ReasoningChunk", func(b *testing.B) {
+		tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithKeepITL(false))
+		r := tr.Start(ctx)
+		b.ReportAllocs()
+		for b.Loop() {
+			r.ReasoningChunk(1)
+		}
+	})
 	b.Run("Chunk/keepITL", func(b *testing.B) {
 		// The default keeps every gap; a new request every 4096 chunks
 		// bounds the list (its Start and End are amortized in).

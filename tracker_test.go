@@ -104,7 +104,7 @@ func TestTrackerInstrumentsServer(t *testing.T) {
 	rec := oneStream(tr, nil)
 
 	assert.Equal(t, Record{
-		Start: at(0), FirstToken: at(100), LastToken: at(190), End: at(200),
+		Start: at(0), FirstToken: at(100), FirstOutput: at(100), LastToken: at(190), End: at(200),
 		InputTokens: 10, OutputTokens: 5, Chunks: 3,
 		ITL:    []time.Duration{30 * time.Millisecond, 60 * time.Millisecond},
 		MaxITL: 60 * time.Millisecond, Outcome: OutcomeOK,
@@ -117,6 +117,7 @@ func TestTrackerInstrumentsServer(t *testing.T) {
 	okMet := []attribute.KeyValue{OutcomeKey.String("ok"), SLOMetKey.Bool(true)}
 	want := []metricdata.Metrics{
 		histogram("gen_ai.server.time_to_first_token", "s", hist(base, ServerTTFTBuckets, 0.1)),
+		histogram("llmmetrics.time_to_first_output_token", "s", hist(base, ServerTTFTBuckets, 0.1)),
 		histogram("gen_ai.server.time_per_output_token", "s", hist(base, TPOTBuckets, 0.0225)),
 		histogram("llmmetrics.inter_token_latency", "s", hist(base, ITLBuckets, 0.03, 0.06)),
 		histogram("gen_ai.server.request.duration", "s", hist(base, DurationBuckets, 0.19)),
@@ -148,6 +149,7 @@ func TestTrackerInstrumentsClient(t *testing.T) {
 	ok := OutcomeKey.String("ok") // no SLO: no slo_met attribute
 	want := []metricdata.Metrics{
 		histogram("gen_ai.client.operation.time_to_first_chunk", "s", hist(base, DurationBuckets, 0.1)),
+		histogram("llmmetrics.time_to_first_output_token", "s", hist(base, DurationBuckets, 0.1)),
 		histogram("llmmetrics.time_per_output_token", "s", hist(base, TPOTBuckets, 0.0225)),
 		histogram("gen_ai.client.operation.time_per_output_chunk", "s", hist(base, ITLBuckets, 0.03, 0.06)),
 		histogram("gen_ai.client.operation.duration", "s", hist(base, DurationBuckets, 0.19)),
@@ -365,7 +367,7 @@ func TestWithClock(t *testing.T) {
 	r.Chunk(1)
 	now = at(400)
 	rec := r.End(nil)
-	assert.Equal(t, Record{Start: at(0), FirstToken: at(250), LastToken: at(300), End: at(400), OutputTokens: 4, Chunks: 2,
+	assert.Equal(t, Record{Start: at(0), FirstToken: at(250), FirstOutput: at(250), LastToken: at(300), End: at(400), OutputTokens: 4, Chunks: 2,
 		ITL: []time.Duration{50 * time.Millisecond}, MaxITL: 50 * time.Millisecond}, rec)
 }
 
