@@ -95,21 +95,26 @@ func (g *geminiInterp) frame(f *geminiFacts, data []byte) (Frame, error) {
 	}
 	fr := Frame{Tokens: f.carrying, Reasoning: f.carrying > 0 && !f.answer, Done: f.finished}
 	u := &f.usage
-	if u.Has[gemPrompt] || u.Has[gemCandidates] || u.Has[gemThoughts] || u.Has[gemToolUsePrompt] {
+	switch {
+	case u.Has[gemCandidates] || u.Has[gemThoughts]:
 		fr.HasUsage = true
 		fr.InputTokens = satAdd(u.Get(gemPrompt), u.Get(gemToolUsePrompt))
 		fr.OutputTokens = satAdd(u.Get(gemCandidates), u.Get(gemThoughts))
 		fr.ReasoningTokens = u.Get(gemThoughts)
+	case u.Has[gemPrompt] || u.Has[gemToolUsePrompt]:
+		// The first chunks of a stream often tell the prompt's size and no
+		// output count yet: that is not a usage of 0 output tokens.
+		fr.HasInput = true
+		fr.InputTokens = satAdd(u.Get(gemPrompt), u.Get(gemToolUsePrompt))
 	}
+	// An error keeps the rest of its frame: tokens and usage beside it
+	// still arrived, as in every decoder.
 	switch {
 	case f.err:
 		fr.Err = geminiError(data)
 	case f.blocked:
 		fr.Err, fr.Done = geminiBlocked(data), true
-	default:
-		return fr, nil
 	}
-	fr.Tokens, fr.Reasoning = 0, false
 	return fr, nil
 }
 

@@ -30,8 +30,8 @@ func TestGeminiFixtures(t *testing.T) {
 			answerTok.usage(9, 27+305, 305).done(),
 		}},
 		{"stream_basic.sse", gemini, []fullView{
-			answerTok.usage(7, 0, 0), // candidatesTokenCount absent: 0 so far
-			answerTok.usage(7, 0, 0),
+			answerTok.input(7), // candidatesTokenCount absent: no output count yet
+			answerTok.input(7),
 			answerTok.usage(7, 10, 0).done(),
 		}},
 		{"stream_function_call.sse", gemini, []fullView{
@@ -42,8 +42,8 @@ func TestGeminiFixtures(t *testing.T) {
 			{frameView: frameView{Err: "llmmetrics: stream error (SAFETY): prompt blocked", streamErrType: "SAFETY", Done: true}},
 		}},
 		{"stream_error.sse", gemini, []fullView{
-			answerTok.usage(6, 0, 0),
-			answerTok.usage(6, 0, 0),
+			answerTok.input(6),
+			answerTok.input(6),
 			{frameView: frameView{Err: "llmmetrics: stream error (UNAVAILABLE, code 503): The model is overloaded. Please try again later.", streamErrType: "UNAVAILABLE"}},
 		}},
 		{"stream_vertex.sse", gemini, []fullView{
@@ -110,7 +110,7 @@ func TestGeminiDecoderFrames(t *testing.T) {
 		{"escaped member name", gparts(`{"\u0074ext": "a"}`), []fullView{answerTok}},
 		{"two candidates carry: 1 token each", gchunk(`{"candidates": [{"content": {"parts": [{"text": "a"}]},"index": 0},{"content": {"parts": [{"text": "b"}]},"index": 1}]}`),
 			[]fullView{{frameView: frameView{Tokens: 2}}}},
-		{"no candidates", gchunk(`{"candidates": [],"usageMetadata": {"promptTokenCount": 4}}`), []fullView{fullView{}.usage(4, 0, 0)}},
+		{"no candidates", gchunk(`{"candidates": [],"usageMetadata": {"promptTokenCount": 4}}`), []fullView{fullView{}.input(4)}},
 		{"finishReason without content", gchunk(`{"candidates": [{"finishReason": "MAX_TOKENS","index": 0}]}`), []fullView{doneFrame}},
 		{"empty finishReason is not the end", gchunk(`{"candidates": [{"content": {"parts": [{"text": "a"}]},"finishReason": ""}]}`), []fullView{answerTok}},
 		{"usage sums candidates and thoughts, input and tool-use input",
@@ -121,7 +121,7 @@ func TestGeminiDecoderFrames(t *testing.T) {
 		{"promptFeedback without blockReason", gchunk(`{"promptFeedback": {"safetyRatings": []},"candidates": [{"content": {"parts": [{"text": "a"}]}}]}`), []fullView{answerTok}},
 		{"blocked prompt", gchunk(`{"promptFeedback": {"blockReason": "OTHER"}}`), []fullView{blocked("OTHER")}},
 		{"blocked prompt with usage", gchunk(`{"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"},"usageMetadata": {"promptTokenCount": 12,"totalTokenCount": 12}}`),
-			[]fullView{blocked("PROHIBITED_CONTENT").usage(12, 0, 0)}},
+			[]fullView{blocked("PROHIBITED_CONTENT").input(12)}},
 		{"error object in an event's data", gchunk(`{"error": {"code": 500,"message": "Internal error","status": "INTERNAL"}}`),
 			[]fullView{{frameView: frameView{Err: "llmmetrics: stream error (INTERNAL, code 500): Internal error", streamErrType: "INTERNAL"}}}},
 		{"error as a string", gchunk(`{"error": "boom"}`), []fullView{{frameView: frameView{Err: "llmmetrics: stream error: boom", streamErrType: "stream_error"}}}},

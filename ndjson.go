@@ -212,8 +212,9 @@ func (f *ollamaFacts) frame(line []byte) Frame {
 		fr.HasUsage, fr.InputTokens, fr.OutputTokens = true, f.promptEval, f.eval
 	}
 	if f.err {
+		// Tokens beside the error still arrived: they count, as in every
+		// decoder.
 		fr.Err = parseStreamError(line, errTopLevel)
-		fr.Tokens, fr.Reasoning = 0, false
 	}
 	return fr
 }
