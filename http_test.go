@@ -154,7 +154,7 @@ func TestSniffDecoder(t *testing.T) {
 		{"keep-alives first", ": ping\n\n: ping\n\n" + testdataFile(t, "sse", "openai_chat.sse"), openAI},
 		{"error event first, then openai", "data: {\"error\":{\"message\":\"x\"}}\n\n" + testdataFile(t, "sse", "openai_chat.sse"), openAI},
 		{"json answer", "\n " + testdataFile(t, "json", "openai_chat_completion.json"), func() Decoder { return NewJSONDecoder() }},
-		{"gemini (no decoder yet): no frames", "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"}]}}]}\n\n", nil},
+		{"gemini", testdataFile(t, "gemini", "stream_thinking.sse"), func() Decoder { return NewGeminiDecoder() }},
 		{"nothing known", strings.Repeat("data: {\"x\":1}\n\n", 20), nil},
 		{"not SSE", "hello world\n", nil},
 	}
