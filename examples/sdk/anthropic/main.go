@@ -75,7 +75,9 @@ func main() {
 	url := flag.String("url", "", "Anthropic API base URL, e.g. https://api.anthropic.com (default: a fake server)")
 	model := flag.String("model", llmmetricstest.DefaultModel, "model")
 	flag.Parse()
+	key := os.Getenv("ANTHROPIC_API_KEY")
 	if *url == "" {
+		key = "fake"
 		srv := llmmetricstest.NewServer(llmmetricstest.ServerConfig{Speedup: 10})
 		defer srv.Close()
 		*url = srv.URL
@@ -84,7 +86,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	client := newClient(tracker, *url, os.Getenv("ANTHROPIC_API_KEY"), &http.Client{})
+	client := newClient(tracker, *url, key, &http.Client{})
 	for _, stream := range []bool{true, false} {
 		text, err := message(context.Background(), client, *model, "Say something about latency.", stream)
 		if err != nil {

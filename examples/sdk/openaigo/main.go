@@ -68,7 +68,9 @@ func main() {
 	url := flag.String("url", "", "OpenAI-compatible API base URL, e.g. https://api.openai.com/v1 (default: a fake server)")
 	model := flag.String("model", llmmetricstest.DefaultModel, "model")
 	flag.Parse()
+	key := os.Getenv("OPENAI_API_KEY")
 	if *url == "" {
+		key = "fake"
 		srv := llmmetricstest.NewServer(llmmetricstest.ServerConfig{Speedup: 10})
 		defer srv.Close()
 		*url = srv.URL + "/v1"
@@ -79,7 +81,7 @@ func main() {
 	}
 	// WithIncludeUsage asks streams for their usage chunk (openai-go does
 	// not), so N is the server's count, not the number of chunks.
-	client := newClient(tracker, *url, os.Getenv("OPENAI_API_KEY"), &http.Client{}, llmmetrics.WithIncludeUsage())
+	client := newClient(tracker, *url, key, &http.Client{}, llmmetrics.WithIncludeUsage())
 	for _, stream := range []bool{true, false} {
 		text, err := chat(context.Background(), client, *model, "Say something about latency.", stream)
 		if err != nil {
