@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"testing"
 
+	goopenai "github.com/sashabaranov/go-openai"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/examples/internal/sdktest"
 	"github.com/llmmetrics/llmmetrics/llmmetricstest"
@@ -29,4 +33,38 @@ func TestGoOpenAIIncludeUsage(t *testing.T) {
 	// With WithIncludeUsage the server sends the usage chunk, so the
 	// Record has the server's exact counts, prompt tokens included.
 	sdktest.Run(t, call(llmmetrics.WithIncludeUsage()), sdktest.Options{})
+}
+
+// TestGoOpenAIStopped: a stream the caller closes early, or whose context
+// is canceled mid-way, is a canceled request, not a failed one.
+func TestGoOpenAIStopped(t *testing.T) {
+	for _, how := range []string{"close", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			srv, base := sdktest.NewServer(t, llmmetricstest.ServerConfig{OutputMin: 200, OutputMax: 200})
+			tr, _ := sdktest.NewTracker(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s, err := newClient(tr, srv.URL+"/v1", "test", base).CreateChatCompletionStream(ctx, goopenai.ChatCompletionRequest{
+				Model:    llmmetricstest.DefaultModel,
+				Messages: []goopenai.ChatCompletionMessage{{Role: goopenai.ChatMessageRoleUser, Content: "hi"}},
+			})
+			require.NoError(t, err)
+			for range 3 {
+				_, err := s.Recv()
+				require.NoError(t, err)
+			}
+			if how == "cancel" {
+				cancel()
+				for err == nil {
+					_, err = s.Recv()
+				}
+				assert.ErrorIs(t, err, context.Canceled)
+			}
+			require.NoError(t, s.Close())
+			sum := tr.Snapshot()
+			assert.Equal(t, 1, sum.Requests)
+			assert.Equal(t, 1, sum.Canceled)
+			assert.Zero(t, sum.Failed)
+		})
+	}
 }

@@ -5,7 +5,10 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/examples/internal/sdktest"
@@ -32,4 +35,36 @@ func TestOpenAIGoIncludeUsage(t *testing.T) {
 	// With WithIncludeUsage the server sends the usage chunk, so the
 	// Record has the server's exact counts, prompt tokens included.
 	sdktest.Run(t, call(llmmetrics.WithIncludeUsage()), sdktest.Options{})
+}
+
+// TestOpenAIGoStopped: a stream the caller closes early, or whose context
+// is canceled mid-way, is a canceled request, not a failed one.
+func TestOpenAIGoStopped(t *testing.T) {
+	for _, how := range []string{"close", "cancel"} {
+		t.Run(how, func(t *testing.T) {
+			srv, base := sdktest.NewServer(t, llmmetricstest.ServerConfig{OutputMin: 200, OutputMax: 200})
+			tr, _ := sdktest.NewTracker(t)
+			client := newClient(tr, srv.URL+"/v1", "test", &http.Client{Transport: base})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s := client.Chat.Completions.NewStreaming(ctx, openai.ChatCompletionNewParams{
+				Model:    llmmetricstest.DefaultModel,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")},
+			}, option.WithMaxRetries(0))
+			for range 3 {
+				require.True(t, s.Next(), "%v", s.Err())
+			}
+			if how == "cancel" {
+				cancel()
+				for s.Next() {
+				}
+				assert.ErrorIs(t, s.Err(), context.Canceled)
+			}
+			require.NoError(t, s.Close())
+			sum := tr.Snapshot()
+			assert.Equal(t, 1, sum.Requests)
+			assert.Equal(t, 1, sum.Canceled)
+			assert.Zero(t, sum.Failed)
+		})
+	}
 }
