@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -67,4 +69,33 @@ func TestOpenAIGoStopped(t *testing.T) {
 			assert.Zero(t, sum.Failed)
 		})
 	}
+}
+
+func TestOpenAIGoResponses(t *testing.T) {
+	// The Responses API through the same middleware: usage arrives in
+	// response.completed (streamed) or the response's usage (not), so both
+	// counts are the server's without WithIncludeUsage.
+	sdktest.Run(t, func(ctx context.Context, tr *llmmetrics.Tracker, url string, base http.RoundTripper, stream bool) (string, error) {
+		client := newClient(tr, url+"/v1", "test", &http.Client{Transport: base})
+		params := responses.ResponseNewParams{
+			Model: llmmetricstest.DefaultModel,
+			Input: responses.ResponseNewParamsInputUnion{OfString: openai.String("Say something about latency.")},
+		}
+		if !stream {
+			resp, err := client.Responses.New(ctx, params, option.WithMaxRetries(0))
+			if err != nil {
+				return "", err
+			}
+			return resp.OutputText(), nil
+		}
+		s := client.Responses.NewStreaming(ctx, params, option.WithMaxRetries(0))
+		defer s.Close()
+		var text strings.Builder
+		for s.Next() {
+			if ev := s.Current(); ev.Type == "response.output_text.delta" {
+				text.WriteString(ev.Delta)
+			}
+		}
+		return text.String(), s.Err()
+	}, sdktest.Options{})
 }
