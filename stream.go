@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"sync"
 	"sync/atomic"
 )
 
@@ -61,6 +62,7 @@ func NewReader(req *Request, body io.Reader, dec Decoder) io.ReadCloser {
 	}
 	r := &reader{req: req, body: body, dec: dec}
 	r.emit = r.apply
+	r.ending.Add(1)
 	// The watcher may run at once (ctx already done) on another goroutine,
 	// before stopWatch is assigned: it ends the request without touching it.
 	r.stopWatch = context.AfterFunc(req.ctx, func() { r.endOnce(req.ctx.Err()) })
@@ -78,6 +80,7 @@ type reader struct {
 	streamErr error       // the first error frame, set and read by Read's goroutine
 	sawDone   atomic.Bool // the protocol's end marker ([DONE], message_stop) arrived
 	ended     atomic.Bool
+	ending    sync.WaitGroup // done once the request has ended (Add(1) in NewReader)
 	stopWatch func() bool
 }
 
@@ -130,11 +133,16 @@ func (r *reader) end(err error) {
 }
 
 // endOnce ends the request unless it has ended, and reports whether it did.
+// A call that loses the race returns only once the winner's End has
+// returned: a Close or Read racing the context watcher must not return
+// before the request is recorded (the watcher's End takes microseconds).
 func (r *reader) endOnce(err error) bool {
 	if !r.ended.CompareAndSwap(false, true) {
+		r.ending.Wait()
 		return false
 	}
 	r.req.End(err)
+	r.ending.Done()
 	return true
 }
 

@@ -10,6 +10,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/iotest"
 	"testing/synctest"
@@ -631,4 +632,44 @@ func TestReaderAnthropicCutBeforeMessageDelta(t *testing.T) {
 	assert.Equal(t, OutcomeError, rec.Outcome)
 	assert.Equal(t, 20, rec.OutputTokens, "the chunk count, not message_start's placeholder")
 	assert.Equal(t, 25, rec.InputTokens)
+}
+
+// TestReaderCloseWaitsForTheWatcher: when the context watcher is ending
+// the request (cancel), a Close (or Read) that loses the race returns
+// only once the request has ended, so a caller who closed the body finds
+// its Record summarized and its metrics recorded.
+func TestReaderCloseWaitsForTheWatcher(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var block atomic.Bool
+		entered, release := make(chan struct{}), make(chan struct{})
+		now := func() time.Time {
+			if block.Load() {
+				entered <- struct{}{}
+				<-release
+			}
+			return time.Now()
+		}
+		tr, reader := newTestTracker(t, WithClock(now))
+		ctx, cancel := context.WithCancel(context.Background())
+		pr, pw := io.Pipe()
+		rc := NewReader(tr.Start(ctx), pr, &lineDecoder{})
+		block.Store(true)
+		cancel()
+		<-entered // the watcher is inside End, reading the clock
+		block.Store(false)
+		var closed atomic.Bool
+		closeDone := make(chan error)
+		go func() {
+			err := rc.Close()
+			closed.Store(true)
+			closeDone <- err
+		}()
+		synctest.Wait()
+		assert.False(t, closed.Load(), "Close returned while the request was still ending")
+		close(release)
+		require.NoError(t, <-closeDone)
+		assert.Equal(t, 1, tr.Snapshot().Canceled, "the Record is summarized once Close returns")
+		assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), MetricRequests))
+		_ = pw.Close()
+	})
 }

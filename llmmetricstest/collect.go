@@ -3,6 +3,7 @@ package llmmetricstest
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -18,7 +19,7 @@ type Kind uint8
 
 const (
 	// KindUnknown is an aggregation the collector does not decode
-	// (exponential histograms, summaries); such a metric has no points.
+	// (summaries); such a metric has no points.
 	KindUnknown Kind = iota
 	// KindHistogram is an explicit-bucket histogram.
 	KindHistogram
@@ -28,11 +29,16 @@ const (
 	KindUpDownCounter
 	// KindGauge is a last-value gauge.
 	KindGauge
+	// KindExponentialHistogram is a base-2 exponential histogram (the
+	// aggregation of a sdkmetric.AggregationBase2ExponentialHistogram view):
+	// its points have Count, Sum, Min, Max and Exponential.
+	KindExponentialHistogram
 )
 
-var kindNames = [...]string{"unknown", "histogram", "counter", "updowncounter", "gauge"}
+var kindNames = [...]string{"unknown", "histogram", "counter", "updowncounter", "gauge", "exponentialhistogram"}
 
-// String returns "histogram", "counter", "updowncounter", "gauge" or "unknown".
+// String returns "histogram", "exponentialhistogram", "counter",
+// "updowncounter", "gauge" or "unknown".
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
 		return kindNames[k]
@@ -45,19 +51,62 @@ func (k Kind) String() string {
 type Point struct {
 	// Attributes is the point's attribute set.
 	Attributes attribute.Set
-	// Count is the number of recorded values (histograms only).
+	// Count is the number of recorded values (histograms, explicit or
+	// exponential, only).
 	Count uint64
 	// Sum is the sum of recorded values (histograms), or the value of a
 	// counter, up-down counter or gauge.
 	Sum float64
-	// Min and Max are the extreme recorded values (histograms with min/max
-	// recording on, the SDK default); 0 otherwise.
+	// Min and Max are the extreme recorded values (histograms, explicit or
+	// exponential, with min/max recording on, the SDK default); 0 otherwise.
 	Min, Max float64
 	// Bounds are the histogram's explicit upper bucket bounds (the +Inf
 	// bucket is implied); nil for other kinds.
 	Bounds []float64
 	// Buckets holds the count per bucket, len(Bounds)+1 entries (histograms only).
 	Buckets []uint64
+	// Exponential holds the buckets of an exponential histogram; nil for
+	// other kinds.
+	Exponential *ExponentialBuckets
+}
+
+// ExponentialBuckets are the buckets of one exponential histogram point,
+// as OpenTelemetry defines them: with base = 2^(2^−Scale), the positive
+// bucket of index i holds the values in (base^i, base^(i+1)], and the
+// negative bucket of index i the values in [−base^(i+1), −base^i).
+// Positive[k] is the count of index PositiveOffset + k (Negative alike);
+// values within ZeroThreshold of zero count in ZeroCount. So Count =
+// ZeroCount + Σ Positive + Σ Negative.
+type ExponentialBuckets struct {
+	// Scale sets the resolution: each power of two is split into 2^Scale
+	// buckets (Scale may be negative).
+	Scale int32
+	// ZeroCount is the number of values in the zero bucket.
+	ZeroCount uint64
+	// ZeroThreshold is the zero bucket's width (0: exact zeros only).
+	ZeroThreshold float64
+	// PositiveOffset is the bucket index of Positive[0].
+	PositiveOffset int32
+	// Positive holds the counts of consecutive positive buckets.
+	Positive []uint64
+	// NegativeOffset is the bucket index of Negative[0].
+	NegativeOffset int32
+	// Negative holds the counts of consecutive negative buckets (by
+	// magnitude).
+	Negative []uint64
+}
+
+// Base returns the ratio between consecutive bucket bounds, 2^(2^−Scale).
+func (e ExponentialBuckets) Base() float64 { return math.Exp2(math.Exp2(-float64(e.Scale))) }
+
+// PositiveBounds returns the lower and upper bound of Positive[k]:
+// (base^(PositiveOffset+k), base^(PositiveOffset+k+1)].
+func (e ExponentialBuckets) PositiveBounds(k int) (lower, upper float64) {
+	// 2^((i)·2^−Scale) computed from the exponent directly, so that
+	// bounds at Scale ≤ 0 are exact powers of two.
+	i := float64(e.PositiveOffset) + float64(k)
+	w := math.Exp2(-float64(e.Scale))
+	return math.Exp2(i * w), math.Exp2((i + 1) * w)
 }
 
 // Attrs returns the point's attributes as a map from key to the value's
@@ -227,9 +276,14 @@ func (m Metrics) String() string {
 		fmt.Fprintf(&b, "%s (%s, unit %q)\n", n, mt.Kind, mt.Unit)
 		for _, p := range mt.Points {
 			fmt.Fprintf(&b, "  %s:", p.Attributes.Encoded(attribute.DefaultEncoder()))
-			if mt.Kind == KindHistogram {
+			switch {
+			case mt.Kind == KindHistogram:
 				fmt.Fprintf(&b, " count=%d sum=%g buckets=%v\n", p.Count, p.Sum, p.Buckets)
-			} else {
+			case p.Exponential != nil:
+				e := p.Exponential
+				fmt.Fprintf(&b, " count=%d sum=%g scale=%d zero=%d positive=%d%v negative=%d%v\n", p.Count, p.Sum,
+					e.Scale, e.ZeroCount, e.PositiveOffset, e.Positive, e.NegativeOffset, e.Negative)
+			default:
 				fmt.Fprintf(&b, " value=%g\n", p.Sum)
 			}
 		}
@@ -296,6 +350,10 @@ func FromResourceMetrics(rm metricdata.ResourceMetrics) Metrics {
 				mt.Kind, mt.Points = KindHistogram, histPoints(d.DataPoints)
 			case metricdata.Histogram[float64]:
 				mt.Kind, mt.Points = KindHistogram, histPoints(d.DataPoints)
+			case metricdata.ExponentialHistogram[int64]:
+				mt.Kind, mt.Points = KindExponentialHistogram, expHistPoints(d.DataPoints)
+			case metricdata.ExponentialHistogram[float64]:
+				mt.Kind, mt.Points = KindExponentialHistogram, expHistPoints(d.DataPoints)
 			case metricdata.Sum[int64]:
 				mt.Kind, mt.Points = sumKind(d.IsMonotonic), valuePoints(d.DataPoints)
 			case metricdata.Sum[float64]:
@@ -331,6 +389,34 @@ func histPoints[N int64 | float64](dps []metricdata.HistogramDataPoint[N]) []Poi
 			Sum:        float64(dp.Sum),
 			Bounds:     slices.Clone(dp.Bounds),
 			Buckets:    slices.Clone(dp.BucketCounts),
+		}
+		if v, ok := dp.Min.Value(); ok {
+			p.Min = float64(v)
+		}
+		if v, ok := dp.Max.Value(); ok {
+			p.Max = float64(v)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func expHistPoints[N int64 | float64](dps []metricdata.ExponentialHistogramDataPoint[N]) []Point {
+	out := make([]Point, 0, len(dps))
+	for _, dp := range dps {
+		p := Point{
+			Attributes: dp.Attributes,
+			Count:      dp.Count,
+			Sum:        float64(dp.Sum),
+			Exponential: &ExponentialBuckets{
+				Scale:          dp.Scale,
+				ZeroCount:      dp.ZeroCount,
+				ZeroThreshold:  dp.ZeroThreshold,
+				PositiveOffset: dp.PositiveBucket.Offset,
+				Positive:       slices.Clone(dp.PositiveBucket.Counts),
+				NegativeOffset: dp.NegativeBucket.Offset,
+				Negative:       slices.Clone(dp.NegativeBucket.Counts),
+			},
 		}
 		if v, ok := dp.Min.Value(); ok {
 			p.Min = float64(v)

@@ -197,3 +197,56 @@ func TestCollectorShutdownFails(t *testing.T) {
 	_, err := col.Read(context.Background())
 	assert.Error(t, err, "reading a shut-down provider fails")
 }
+
+func TestCollectorExponentialHistogram(t *testing.T) {
+	// Scale 0 (MaxScale 0): base 2, positive bucket i holds (2^i, 2^(i+1)].
+	mp, col := NewMeterProvider(sdkmetric.WithView(sdkmetric.NewView(
+		sdkmetric.Instrument{Name: "exp*"},
+		sdkmetric.Stream{Aggregation: sdkmetric.AggregationBase2ExponentialHistogram{MaxSize: 160, MaxScale: 0}},
+	)))
+	ctx := context.Background()
+	meter := mp.Meter("test")
+	a := metric.WithAttributes(attribute.String("model", "a"))
+	h, err := meter.Float64Histogram("exp.latency", metric.WithUnit("s"))
+	require.NoError(t, err)
+	// 1 → index −1 (0.5, 1]; 2 → 0 (1, 2]; 3 and 4 → 1 (2, 4]; 0 → the zero
+	// bucket; −3 → negative index 1 [−4, −2).
+	for _, v := range []float64{1, 2, 3, 4, 0, -3} {
+		h.Record(ctx, v, a)
+	}
+	ih, err := meter.Int64Histogram("exp.tokens")
+	require.NoError(t, err)
+	ih.Record(ctx, 5) // index 2 (4, 8]
+	ih.Record(ctx, 6)
+
+	m := col.Collect(t)
+	require.True(t, m.Has("exp.latency"), m.String())
+	assert.Equal(t, KindExponentialHistogram, m["exp.latency"].Kind)
+	assert.Equal(t, "exponentialhistogram", m["exp.latency"].Kind.String())
+	assert.Equal(t, uint64(6), m.Count("exp.latency", attribute.String("model", "a")))
+	assert.Equal(t, uint64(0), m.Count("exp.latency", attribute.String("model", "b")))
+	assert.Equal(t, 7.0, m.Sum("exp.latency"))
+	assert.Nil(t, m.Buckets("exp.latency"), "no explicit buckets")
+	require.Len(t, m["exp.latency"].Points, 1)
+	p := m["exp.latency"].Points[0]
+	assert.Equal(t, -3.0, p.Min)
+	assert.Equal(t, 4.0, p.Max)
+	assert.Equal(t, &ExponentialBuckets{
+		Scale: 0, ZeroCount: 1,
+		PositiveOffset: -1, Positive: []uint64{1, 1, 2},
+		NegativeOffset: 1, Negative: []uint64{1},
+	}, p.Exponential)
+	assert.Equal(t, 2.0, p.Exponential.Base())
+	lo, hi := p.Exponential.PositiveBounds(0)
+	assert.Equal(t, [2]float64{0.5, 1}, [2]float64{lo, hi})
+	lo, hi = p.Exponential.PositiveBounds(2)
+	assert.Equal(t, [2]float64{2, 4}, [2]float64{lo, hi})
+	assert.Contains(t, m.String(), "count=6 sum=7 scale=0 zero=1 positive=-1[1 1 2] negative=1[1]")
+
+	require.Len(t, m["exp.tokens"].Points, 1)
+	p = m["exp.tokens"].Points[0]
+	assert.Equal(t, KindExponentialHistogram, m["exp.tokens"].Kind)
+	assert.Equal(t, [4]float64{2, 11, 5, 6}, [4]float64{float64(p.Count), p.Sum, p.Min, p.Max})
+	assert.Equal(t, int32(2), p.Exponential.PositiveOffset)
+	assert.Equal(t, []uint64{2}, p.Exponential.Positive)
+}

@@ -34,9 +34,11 @@
 //
 // Count reads histogram sample counts, Sum histogram sums or counter
 // totals, Value counters, up-down counters and gauges, Bounds and Buckets
-// histogram buckets, SumBy and CountBy split a metric by one attribute's
-// values, Has tells a missing metric from a zero one, and Metrics.String
-// lists everything for a failure message.
+// explicit histogram buckets, SumBy and CountBy split a metric by one
+// attribute's values, Has tells a missing metric from a zero one, and
+// Metrics.String lists everything for a failure message. Exponential
+// histograms read like explicit ones through Count and Sum; each point's
+// Exponential field holds its scale and bucket counts.
 //
 // # The fake server
 //
