@@ -38,7 +38,8 @@ func (stoppedError) ErrorType() string { return "canceled" }
 //   - on any other read error: OutcomeError with that error;
 //   - on Close before EOF: OutcomeCanceled (ErrStopped), unless the
 //     protocol's end marker ([DONE], message_stop) has arrived: then the
-//     stream is complete and ends as at EOF;
+//     stream is complete and ends as at EOF with what came before the
+//     marker (an error frame after it counts only when read to EOF);
 //   - when req's context is done: OutcomeCanceled, even while the caller is
 //     blocked in Read (at once, if it is done already when NewReader is
 //     called; the caller's bytes still flow).
@@ -77,6 +78,7 @@ type reader struct {
 	dec       Decoder
 	emit      func(Frame) // r.apply, bound once so Decode calls do not allocate
 	streamErr error       // the first error frame, set and read by Read's goroutine
+	doneErr   error       // streamErr at the end marker: set once, before sawDone, for Close
 	sawDone   atomic.Bool // the protocol's end marker ([DONE], message_stop) arrived
 	ended     atomic.Bool
 	stopWatch func() bool
@@ -112,7 +114,10 @@ func (r *reader) apply(f Frame) {
 	if f.Err != nil && r.streamErr == nil {
 		r.streamErr = f.Err
 	}
-	if f.Done {
+	if f.Done && !r.sawDone.Load() {
+		// Close may run on another goroutine: it reads doneErr only after
+		// seeing sawDone, which publishes it; streamErr may change later.
+		r.doneErr = r.streamErr
 		r.sawDone.Store(true)
 	}
 }
@@ -138,7 +143,7 @@ func (r *reader) Close() error {
 	if r.sawDone.Load() {
 		// The stream is complete: clients commonly stop reading at [DONE]
 		// and close without waiting for EOF.
-		r.end(r.streamErr)
+		r.end(r.doneErr)
 	} else {
 		r.end(ErrStopped)
 	}
