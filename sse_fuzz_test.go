@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"go.opentelemetry.io/otel"
 )
 
 // refFacts is the reference for jsonScanner.scan, built on encoding/json:
@@ -142,9 +140,7 @@ func fixtureSeeds(tb testing.TB, prefix string) (streams, datas [][]byte) {
 
 // quietOtel drops what the decoders report through otel.Handle during a fuzz run.
 func quietOtel(tb testing.TB) {
-	prev := otel.GetErrorHandler()
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
-	tb.Cleanup(func() { otel.SetErrorHandler(prev) })
+	handleOtel(tb, func(error) {})
 }
 
 // splitAt cuts data at the positions given by cuts (each taken modulo len+1, sorted by use).
