@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"strings"
 	"time"
 
@@ -29,13 +30,13 @@ func main() {
 	}
 	ctx := context.Background()
 
-	rec, text, err := streamOfficial(ctx, tracker, srv.URL+"/v1", srv.Config().Model)
+	rec, text, err := streamOfficial(ctx, tracker, srv.Client(), srv.URL+"/v1", srv.Config().Model)
 	if err != nil {
 		log.Fatal(err)
 	}
 	report("openai-go", rec, text)
 
-	rec, text, err = streamGoOpenAI(ctx, tracker, srv.URL+"/v1", srv.Config().Model)
+	rec, text, err = streamGoOpenAI(ctx, tracker, srv.Client(), srv.URL+"/v1", srv.Config().Model)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -49,10 +50,10 @@ func report(client string, rec llmmetrics.Record, text string) {
 		rec.OutputTokens, rec.Chunks, ttft.Round(time.Microsecond), tpot.Round(time.Microsecond), text[:min(len(text), 40)])
 }
 
-// streamOfficial streams one chat completion with openai-go and returns
-// the Record and the text.
-func streamOfficial(ctx context.Context, tracker *llmmetrics.Tracker, baseURL, model string) (llmmetrics.Record, string, error) {
-	client := openai.NewClient(option.WithBaseURL(baseURL), option.WithAPIKey("test"), option.WithMaxRetries(0))
+// streamOfficial streams one chat completion with openai-go through hc and
+// returns the Record and the text.
+func streamOfficial(ctx context.Context, tracker *llmmetrics.Tracker, hc *http.Client, baseURL, model string) (llmmetrics.Record, string, error) {
+	client := openai.NewClient(option.WithHTTPClient(hc), option.WithBaseURL(baseURL), option.WithAPIKey("test"), option.WithMaxRetries(0))
 	s := NewStreaming(ctx, tracker, client, openai.ChatCompletionNewParams{
 		Model:         model,
 		Messages:      []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Say something about latency.")},
@@ -69,9 +70,10 @@ func streamOfficial(ctx context.Context, tracker *llmmetrics.Tracker, baseURL, m
 }
 
 // streamGoOpenAI does the same with sashabaranov/go-openai.
-func streamGoOpenAI(ctx context.Context, tracker *llmmetrics.Tracker, baseURL, model string) (llmmetrics.Record, string, error) {
+func streamGoOpenAI(ctx context.Context, tracker *llmmetrics.Tracker, hc *http.Client, baseURL, model string) (llmmetrics.Record, string, error) {
 	cfg := goopenai.DefaultConfig("test")
 	cfg.BaseURL = baseURL
+	cfg.HTTPClient = hc
 	s, err := CreateChatCompletionStream(ctx, tracker, goopenai.NewClientWithConfig(cfg), goopenai.ChatCompletionRequest{
 		Model:         model,
 		Messages:      []goopenai.ChatCompletionMessage{{Role: goopenai.ChatMessageRoleUser, Content: "Say something about latency."}},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"testing"
 
 	"github.com/llmmetrics/llmmetrics"
@@ -18,7 +19,7 @@ import (
 // client names a way to stream one completion with one of the SDKs.
 type client struct {
 	name   string
-	stream func(ctx context.Context, tr *llmmetrics.Tracker, baseURL, model string) (llmmetrics.Record, string, error)
+	stream func(ctx context.Context, tr *llmmetrics.Tracker, hc *http.Client, baseURL, model string) (llmmetrics.Record, string, error)
 }
 
 var clients = []client{{"openai-go", streamOfficial}, {"go-openai", streamGoOpenAI}}
@@ -36,7 +37,7 @@ func TestRecordMatchesWhatTheServerSent(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := llmmetricstest.NewServer(llmmetricstest.ServerConfig{OutputMin: 12, OutputMax: 30, Seed: 3})
 			defer srv.Close()
-			rec, text, err := c.stream(context.Background(), newTracker(t), srv.URL+"/v1", srv.Config().Model)
+			rec, text, err := c.stream(context.Background(), newTracker(t), srv.Client(), srv.URL+"/v1", srv.Config().Model)
 			require.NoError(t, err)
 			st := srv.Stats()
 			require.Equal(t, 1, st.OK)
@@ -60,7 +61,7 @@ func TestInterruptedStreamIsError(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			srv := llmmetricstest.NewServer(llmmetricstest.ServerConfig{CutRate: 1, OutputMin: 20, OutputMax: 20})
 			defer srv.Close()
-			rec, _, err := c.stream(context.Background(), newTracker(t), srv.URL+"/v1", srv.Config().Model)
+			rec, _, err := c.stream(context.Background(), newTracker(t), srv.Client(), srv.URL+"/v1", srv.Config().Model)
 			assert.Error(t, err)
 			assert.Equal(t, llmmetrics.OutcomeError, rec.Outcome)
 			assert.Less(t, rec.OutputTokens, 20, "the stream was cut before its end")
@@ -74,7 +75,7 @@ func TestCanceledContextIsCanceled(t *testing.T) {
 	t.Run("openai-go", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1"), option.WithAPIKey("k"), option.WithMaxRetries(0))
+		client := openai.NewClient(option.WithHTTPClient(srv.Client()), option.WithBaseURL(srv.URL+"/v1"), option.WithAPIKey("k"), option.WithMaxRetries(0))
 		s := NewStreaming(ctx, newTracker(t), client, openai.ChatCompletionNewParams{
 			Model: srv.Config().Model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
 		defer s.Close()
@@ -94,6 +95,7 @@ func TestCanceledContextIsCanceled(t *testing.T) {
 		defer cancel()
 		cfg := goopenai.DefaultConfig("k")
 		cfg.BaseURL = srv.URL + "/v1"
+		cfg.HTTPClient = srv.Client()
 		s, err := CreateChatCompletionStream(ctx, newTracker(t), goopenai.NewClientWithConfig(cfg), goopenai.ChatCompletionRequest{
 			Model: srv.Config().Model, Messages: []goopenai.ChatCompletionMessage{{Role: "user", Content: "hi"}}})
 		require.NoError(t, err)
@@ -115,7 +117,7 @@ func TestCanceledContextIsCanceled(t *testing.T) {
 func TestStoppingEarlyIsCanceled(t *testing.T) {
 	srv := llmmetricstest.NewServer(llmmetricstest.ServerConfig{OutputMin: 50, OutputMax: 50})
 	defer srv.Close()
-	client := openai.NewClient(option.WithBaseURL(srv.URL+"/v1"), option.WithAPIKey("k"), option.WithMaxRetries(0))
+	client := openai.NewClient(option.WithHTTPClient(srv.Client()), option.WithBaseURL(srv.URL+"/v1"), option.WithAPIKey("k"), option.WithMaxRetries(0))
 	s := NewStreaming(context.Background(), newTracker(t), client, openai.ChatCompletionNewParams{
 		Model: srv.Config().Model, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("hi")}})
 	require.True(t, s.Next())
