@@ -10,9 +10,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
@@ -35,11 +37,19 @@ func TestPrometheusAgreesWithSummarize(t *testing.T) {
 
 	const requests = 160
 	slo := llmmetrics.SLO{TTFT: 60 * time.Millisecond, TPOT: 8 * time.Millisecond}
-	records, err := run(context.Background(), exp.Provider, workload{
-		Requests: requests, Concurrency: 12, SLO: slo,
-		Server: llmmetricstest.ServerConfig{BaseTPOT: 3 * time.Millisecond, OutputMin: 16, OutputMax: 48, Seed: 7},
+	// The workload runs on testing/synctest's fake time against the
+	// in-memory fake server: its latencies (and so SLO attainment) are the
+	// simulation's, whatever CPU the test gets. Prometheus scrapes the
+	// exporter on real time afterwards.
+	var records []llmmetrics.Record
+	synctest.Test(t, func(t *testing.T) {
+		records, err = run(context.Background(), exp.Provider, workload{
+			Requests: requests, Concurrency: 12, SLO: slo,
+			Server:    llmmetricstest.ServerConfig{BaseTPOT: 3 * time.Millisecond, OutputMin: 16, OutputMax: 48, Seed: 7},
+			NewServer: llmmetricstest.NewInMemoryServer,
+		})
+		require.NoError(t, err)
 	})
-	require.NoError(t, err)
 	sum := llmmetrics.Summarize(records, llmmetrics.SummaryOptions{SLO: slo})
 	require.Equal(t, requests, sum.Completed, "the fake server injects no failures here")
 	require.Greater(t, sum.Goodput.Attainment, 0.0)
@@ -107,22 +117,35 @@ func serve(t *testing.T, h http.Handler) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := &http.Server{Handler: h}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-served // no goroutine outlives the test
+	})
 	return ln.Addr().String()
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
+// prometheusAPI is a running Prometheus server's API, reached through a
+// client of the test's own (not http.DefaultClient).
+type prometheusAPI struct {
+	base string
+	hc   *http.Client
 }
 
-// startPrometheus runs a Prometheus server on a loopback port that scrapes
-// target every 500 ms, and returns its API address.
-func startPrometheus(t *testing.T, bin, target string) string {
+// listeningOn finds the address Prometheus logs once it listens
+// ("Listening on" address=127.0.0.1:41234), both in go-kit's logfmt (2.x)
+// and slog's (3.x).
+var listeningOn = regexp.MustCompile(`msg="Listening on" address=(\S+)`)
+
+// startPrometheus runs a Prometheus server that scrapes target every 500 ms
+// and returns its API. It listens on a port the kernel picks (":0") and
+// reports in its log, so no other process can take the port between a
+// probe and Prometheus' own listen.
+func startPrometheus(t *testing.T, bin, target string) prometheusAPI {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`global:
@@ -136,28 +159,40 @@ rule_files: [%q]
 `, target, mustAbs(t, "rules.yml"))
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
-	addr := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin,
 		"--config.file="+cfgPath,
 		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
-		"--log.level=warn")
-	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
+		"--web.listen-address=127.0.0.1:0",
+		"--log.level=info")
+	logPath := filepath.Join(dir, "prometheus.log")
+	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		cancel()
 		_ = cmd.Wait()
+		_ = logFile.Close()
 		if t.Failed() {
-			b, _ := os.ReadFile(logFile.Name())
+			b, _ := os.ReadFile(logPath)
 			t.Logf("prometheus log:\n%s", b)
 		}
 	})
-	api := "http://" + addr
+	hc := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(hc.CloseIdleConnections)
+	addr := make(chan string, 1)
 	require.Eventually(t, func() bool {
-		resp, err := http.Get(api + "/-/ready")
+		b, _ := os.ReadFile(logPath)
+		if m := listeningOn.FindSubmatch(b); m != nil {
+			addr <- string(m[1])
+			return true
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond, "Prometheus did not log its address")
+	api := prometheusAPI{base: "http://" + <-addr, hc: hc}
+	require.Eventually(t, func() bool {
+		resp, err := hc.Get(api.base + "/-/ready")
 		if err != nil {
 			return false
 		}
@@ -175,9 +210,9 @@ func mustAbs(t *testing.T, p string) string {
 }
 
 // query runs an instant query and returns its single scalar result.
-func query(t *testing.T, api, q string) (float64, bool) {
+func query(t *testing.T, api prometheusAPI, q string) (float64, bool) {
 	t.Helper()
-	resp, err := http.Get(api + "/api/v1/query?query=" + url.QueryEscape(q))
+	resp, err := api.hc.Get(api.base + "/api/v1/query?query=" + url.QueryEscape(q))
 	if err != nil {
 		return 0, false
 	}
