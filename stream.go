@@ -63,12 +63,17 @@ func NewReader(req *Request, body io.Reader, dec Decoder) io.ReadCloser {
 	}
 	r := &reader{req: req, body: body, dec: dec}
 	r.emit = r.apply
-	// The watcher may run at once (ctx already done) on another goroutine,
+	if err := req.ctx.Err(); err != nil {
+		// Already done: end it here, so it has ended when NewReader returns.
+		// A watcher would end it on another goroutine, which can claim the
+		// reader's end and lose the Request's to a caller's End meanwhile.
+		r.endOnce(err)
+		r.stopWatch = func() bool { return false }
+		return r
+	}
+	// The watcher may run at once (ctx done meanwhile) on another goroutine,
 	// before stopWatch is assigned: it ends the request without touching it.
 	r.stopWatch = context.AfterFunc(req.ctx, func() { r.endOnce(req.ctx.Err()) })
-	if err := req.ctx.Err(); err != nil {
-		r.endOnce(err) // already done: Canceled now, not whenever the watcher runs
-	}
 	return r
 }
 
