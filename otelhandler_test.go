@@ -19,9 +19,10 @@ import (
 // passes each report to the handler of the test running now, or logs it as
 // otel's default does when no test has one.
 var otelHandler struct {
-	once sync.Once
-	mu   sync.Mutex
-	fn   func(error)
+	once     sync.Once
+	mu       sync.Mutex
+	fn       func(error)
+	fallback func(error) // when no test has a handler (nil: log.Print)
 }
 
 // handleOtel sends what otel.Handle receives to fn until tb ends, then
@@ -32,10 +33,12 @@ func handleOtel(tb testing.TB, fn func(error)) {
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 			otelHandler.mu.Lock()
 			fn := otelHandler.fn
+			if fn == nil {
+				fn = otelHandler.fallback
+			}
 			otelHandler.mu.Unlock()
 			if fn == nil {
-				log.Print(err)
-				return
+				fn = func(err error) { log.Print(err) }
 			}
 			fn(err)
 		}))
@@ -56,8 +59,16 @@ func handleOtel(tb testing.TB, fn func(error)) {
 // restore in Cleanup it was: otel's default handler delegates to the first
 // handler ever set).
 func TestHandleOtelEndsWithTheTest(t *testing.T) {
-	errA, errB := errors.New("a"), errors.New("b")
-	var first, second []error
+	errA, errB, late := errors.New("a"), errors.New("b"), errors.New("late")
+	var first, second, fallback []error
+	otelHandler.mu.Lock()
+	otelHandler.fallback = func(err error) { fallback = append(fallback, err) }
+	otelHandler.mu.Unlock()
+	t.Cleanup(func() {
+		otelHandler.mu.Lock()
+		otelHandler.fallback = nil
+		otelHandler.mu.Unlock()
+	})
 	t.Run("first", func(t *testing.T) {
 		handleOtel(t, func(err error) { first = append(first, err) })
 		otel.Handle(errA)
@@ -67,7 +78,8 @@ func TestHandleOtelEndsWithTheTest(t *testing.T) {
 		})
 		otel.Handle(errA) // back to first's handler
 	})
-	otel.Handle(errors.New("llmmetrics test: a report after every handler ended is logged"))
+	otel.Handle(late)
 	assert.Equal(t, []error{errA, errA}, first)
 	assert.Equal(t, []error{errB}, second)
+	assert.Equal(t, []error{late}, fallback, "no test's handler is set: the fallback")
 }
