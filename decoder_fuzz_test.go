@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
-	"go.opentelemetry.io/otel"
 )
 
 // fixtureSeeds returns the fixtures of a decoder kind, and the data of their events.
@@ -41,9 +40,7 @@ func fixtureSeeds(tb testing.TB, prefix string) (streams, datas [][]byte) {
 
 // quietOtel drops what the decoders report through otel.Handle during a fuzz run.
 func quietOtel(tb testing.TB) {
-	prev := otel.GetErrorHandler()
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(error) {}))
-	tb.Cleanup(func() { otel.SetErrorHandler(prev) })
+	handleOtel(tb, func(error) {})
 }
 
 // splitAt cuts data at the positions given by cuts (each taken modulo len+1, sorted by use).

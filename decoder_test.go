@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
@@ -105,13 +104,11 @@ func otelErrors(t testing.TB) func() []error {
 	t.Helper()
 	var mu sync.Mutex
 	var errs []error
-	prev := otel.GetErrorHandler()
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+	handleOtel(t, func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		errs = append(errs, err)
-	}))
-	t.Cleanup(func() { otel.SetErrorHandler(prev) })
+	})
 	return func() []error {
 		mu.Lock()
 		defer mu.Unlock()

@@ -38,7 +38,8 @@ func (stoppedError) ErrorType() string { return "canceled" }
 //   - on any other read error: OutcomeError with that error;
 //   - on Close before EOF: OutcomeCanceled (ErrStopped), unless the
 //     protocol's end marker ([DONE], message_stop) has arrived: then the
-//     stream is complete and ends as at EOF;
+//     stream is complete and ends as at EOF with what came before the
+//     marker (an error frame after it counts only when read to EOF);
 //   - when req's context is done: OutcomeCanceled, even while the caller is
 //     blocked in Read (at once, if it is done already when NewReader is
 //     called; the caller's bytes still flow).
@@ -63,12 +64,17 @@ func NewReader(req *Request, body io.Reader, dec Decoder) io.ReadCloser {
 	r := &reader{req: req, body: body, dec: dec}
 	r.emit = r.apply
 	r.ending.Add(1)
-	// The watcher may run at once (ctx already done) on another goroutine,
+	if err := req.ctx.Err(); err != nil {
+		// Already done: end it here, so it has ended when NewReader returns.
+		// A watcher would end it on another goroutine, which can claim the
+		// reader's end and lose the Request's to a caller's End meanwhile.
+		r.endOnce(err)
+		r.stopWatch = func() bool { return false }
+		return r
+	}
+	// The watcher may run at once (ctx done meanwhile) on another goroutine,
 	// before stopWatch is assigned: it ends the request without touching it.
 	r.stopWatch = context.AfterFunc(req.ctx, func() { r.endOnce(req.ctx.Err()) })
-	if err := req.ctx.Err(); err != nil {
-		r.endOnce(err) // already done: Canceled now, not whenever the watcher runs
-	}
 	return r
 }
 
@@ -78,6 +84,7 @@ type reader struct {
 	dec       Decoder
 	emit      func(Frame) // r.apply, bound once so Decode calls do not allocate
 	streamErr error       // the first error frame, set and read by Read's goroutine
+	doneErr   error       // streamErr at the end marker: set once, before sawDone, for Close
 	sawDone   atomic.Bool // the protocol's end marker ([DONE], message_stop) arrived
 	ended     atomic.Bool
 	ending    sync.WaitGroup // done once the request has ended (Add(1) in NewReader)
@@ -119,7 +126,10 @@ func (r *reader) apply(f Frame) {
 	if f.Err != nil && r.streamErr == nil {
 		r.streamErr = f.Err
 	}
-	if f.Done {
+	if f.Done && !r.sawDone.Load() {
+		// Close may run on another goroutine: it reads doneErr only after
+		// seeing sawDone, which publishes it; streamErr may change later.
+		r.doneErr = r.streamErr
 		r.sawDone.Store(true)
 	}
 }
@@ -150,7 +160,7 @@ func (r *reader) Close() error {
 	if r.sawDone.Load() {
 		// The stream is complete: clients commonly stop reading at [DONE]
 		// and close without waiting for EOF.
-		r.end(r.streamErr)
+		r.end(r.doneErr)
 	} else {
 		r.end(ErrStopped)
 	}

@@ -10,6 +10,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/iotest"
@@ -593,6 +594,7 @@ func TestReaderCloseAfterDone(t *testing.T) {
 	}{
 		{"close after the end marker is OK", "t 1\nt 1\nd\n", OutcomeOK},
 		{"close after an error frame and the end marker is Error", "t 1\ne overloaded\nd\n", OutcomeError},
+		{"an error frame after the end marker does not count at Close", "t 1\nd\ne late\n", OutcomeOK},
 		{"close before the end marker is Canceled", "t 1\nt 1\n", OutcomeCanceled},
 	}
 	for _, tt := range tests {
@@ -612,6 +614,61 @@ func TestReaderCloseAfterDone(t *testing.T) {
 			assert.Equal(t, tt.outcome, req.End(nil).Outcome)
 		})
 	}
+}
+
+// lateErrorBody sends a token and the end marker, then, once release is
+// closed, an error frame; after that its Read blocks until Close, like a
+// connection the server keeps open.
+type lateErrorBody struct {
+	reads    int
+	waiting  chan struct{} // closed when the second Read waits for release
+	release  chan struct{}
+	closed   chan struct{}
+	closeOne sync.Once
+}
+
+func (b *lateErrorBody) Read(p []byte) (int, error) {
+	b.reads++
+	switch b.reads {
+	case 1:
+		return copy(p, "t 1\nd\n"), nil
+	case 2:
+		close(b.waiting)
+		<-b.release
+		return copy(p, "e late\n"), nil
+	}
+	<-b.closed
+	return 0, errors.New("read on closed body")
+}
+
+func (b *lateErrorBody) Close() error {
+	b.closeOne.Do(func() { close(b.closed) })
+	return nil
+}
+
+// TestReaderCloseWhileAnErrorFrameArrivesAfterDone: Close may be called
+// from another goroutine (http.Response.Body allows it) just as Read
+// applies an error frame that follows the end marker. Close reports the
+// stream as it was at the end marker, whichever comes first, and without a
+// data race (issue 10; run with -race -count=200).
+func TestReaderCloseWhileAnErrorFrameArrivesAfterDone(t *testing.T) {
+	tr, reader := newTestTracker(t)
+	req := tr.Start(context.Background())
+	body := &lateErrorBody{waiting: make(chan struct{}), release: make(chan struct{}), closed: make(chan struct{})}
+	rc := NewReader(req, body, &lineDecoder{})
+	readDone := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(rc)
+		readDone <- err
+	}()
+	<-body.waiting // the end marker has been applied
+	closeDone := make(chan error, 1)
+	close(body.release)
+	go func() { closeDone <- rc.Close() }()
+	require.NoError(t, <-closeDone)
+	assert.EqualError(t, <-readDone, "read on closed body")
+	assert.Equal(t, OutcomeOK, req.End(nil).Outcome, "the stream was complete at [DONE]")
+	assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), MetricRequests), "ended once")
 }
 
 // TestReaderAnthropicCutBeforeMessageDelta: message_start's output_tokens is

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -243,10 +242,7 @@ func TestRequestEdgeCases(t *testing.T) {
 		assert.Equal(t, 2, rec.Chunks)
 	})
 	t.Run("negative counts are ignored and reported", func(t *testing.T) {
-		var reported []error
-		prev := otel.GetErrorHandler()
-		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { reported = append(reported, err) }))
-		t.Cleanup(func() { otel.SetErrorHandler(prev) })
+		errs := otelErrors(t)
 		tr, _ := newTestTracker(t)
 		r := tr.StartAt(context.Background(), at(0))
 		r.ChunkAt(at(10), -3)
@@ -257,6 +253,7 @@ func TestRequestEdgeCases(t *testing.T) {
 		assert.Equal(t, 2, rec.OutputTokens)
 		assert.Equal(t, 0, rec.InputTokens)
 		assert.Equal(t, at(20), rec.FirstToken, "the negative chunk carried no token")
+		reported := errs()
 		require.Len(t, reported, 3)
 		for _, err := range reported {
 			assert.ErrorContains(t, err, "llmmetrics: negative")

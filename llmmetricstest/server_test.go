@@ -596,8 +596,13 @@ func TestCloseAbortsInFlightStreams(t *testing.T) {
 	br := bufio.NewReader(resp.Body)
 	_, err = br.ReadString('\n') // the stream is under way
 	require.NoError(t, err)
-	go s.Close()
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		s.Close()
+	}()
 	rest, err := io.ReadAll(br)
 	assert.Error(t, err, "the client sees a broken stream")
 	assert.NotContains(t, string(rest), "[DONE]")
+	<-closed // no goroutine outlives the test
 }

@@ -58,6 +58,17 @@ func NewGateway(upstream *url.URL, tracker *llmmetrics.Tracker) *Gateway {
 
 // ServeHTTP forwards r and measures the response.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// The proxy's transport may still be reading the request body (at the
+	// least, one more Read after the declared Content-Length, to check the
+	// body is not longer) while the upstream's answer is already being
+	// copied out. By default net/http's HTTP/1 server drains and closes an
+	// unread request body when a handler starts its response; that last
+	// Read then fails with "invalid Read on closed Body" and the transport
+	// drops the upstream connection in the middle of the stream
+	// (golang/go#40747). Full duplex keeps the body open until ServeHTTP
+	// returns. HTTP/2 is always full duplex (ErrNotSupported); peekModel
+	// covers a ResponseWriter that cannot switch for bodies up to maxPeek.
+	_ = http.NewResponseController(w).EnableFullDuplex()
 	req := g.tracker.Start(r.Context(), semconv.GenAIRequestModel(peekModel(r)))
 	// Deferred: when the client goes away mid-stream, ReverseProxy aborts
 	// the response with panic(http.ErrAbortHandler).
@@ -73,16 +84,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // peekModel returns the "model" of a JSON request body, leaving the body
-// as it was for the upstream.
+// as it was for the upstream. A body read whole (up to maxPeek) is
+// forwarded from memory, so the upstream transport never reads the inbound
+// body (see ServeHTTP); a longer one is the bytes read followed by the
+// rest of the inbound body.
 func peekModel(r *http.Request) string {
 	if r.Body == nil {
 		return "unknown"
 	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, maxPeek))
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+	if err == nil && len(b) < maxPeek {
+		r.Body = io.NopCloser(bytes.NewReader(b))
+	} else {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
+	}
 	var body struct{ Model string }
 	if err != nil || json.Unmarshal(b, &body) != nil || body.Model == "" {
 		return "unknown"

@@ -39,7 +39,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr)); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, isTerminal(os.Stderr), llmmetricstest.NewServer); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "loadtest:", err)
 		}
@@ -57,8 +57,10 @@ func isTerminal(f *os.File) bool {
 // maxAutoConcurrency caps the automatic concurrency sweep.
 const maxAutoConcurrency = 256
 
-// run is the whole program; main only wires it to the process.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, live bool) error {
+// run is the whole program; main only wires it to the process. newFake
+// starts the fake server used without -url (tests pass
+// llmmetricstest.NewInMemoryServer to run on testing/synctest's fake time).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, live bool, newFake func(llmmetricstest.ServerConfig) *llmmetricstest.Server) error {
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
@@ -133,7 +135,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, live bool
 		// which puts the 8 → 16 step on the knee threshold and lets run-to-run
 		// noise flip the verdict between 16 and 32. 6,144 tokens holds 16
 		// requests and not 32, so the knee shows where throughput turns.
-		srv := llmmetricstest.NewServer(llmmetricstest.ServerConfig{Speedup: *speedup, Seed: *seed, KVBudget: 6144})
+		srv := newFake(llmmetricstest.ServerConfig{Speedup: *speedup, Seed: *seed, KVBudget: 6144})
 		defer srv.Close()
 		client.BaseURL, client.HTTP, target = srv.URL+"/v1", srv.Client(), "llmmetricstest fake server"
 		if client.Model == "" {

@@ -8,21 +8,32 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 
+	"github.com/llmmetrics/llmmetrics/llmmetricstest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// The sweeps run inside a testing/synctest bubble against the in-memory fake
+// server: its steps, the requests' timings and so the knee are those of the
+// simulation on fake time, not of how much CPU the test gets (on real time
+// a loaded machine could move or hide the knee).
 
 // TestShortSweepFindsTheKnee runs a short concurrency sweep against the
 // fake server through the whole program and checks what it prints and
 // writes.
 func TestShortSweepFindsTheKnee(t *testing.T) {
+	synctest.Test(t, testShortSweepFindsTheKnee)
+}
+
+func testShortSweepFindsTheKnee(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{
 		"-concurrency", "1,4,16,64", "-speedup", "20", "-max-tokens", "32", "-prompt-words", "20",
 		"-hourly-cost", "3", "-out", dir,
-	}, &stdout, &stderr, false)
+	}, &stdout, &stderr, false, llmmetricstest.NewInMemoryServer)
 	require.NoError(t, err, "stderr: %s", stderr.String())
 	out := stdout.String()
 	t.Log("\n" + out)
@@ -58,11 +69,15 @@ func TestShortSweepFindsTheKnee(t *testing.T) {
 }
 
 func TestRateMode(t *testing.T) {
+	synctest.Test(t, testRateMode)
+}
+
+func testRateMode(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), []string{
 		"-rates", "20,80", "-burstiness", "0.5", "-requests", "24", "-speedup", "20", "-max-tokens", "16", "-out", dir,
-	}, &stdout, &stderr, false)
+	}, &stdout, &stderr, false, llmmetricstest.NewInMemoryServer)
 	require.NoError(t, err, "stderr: %s", stderr.String())
 	var res Results
 	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
@@ -89,7 +104,7 @@ func TestBadFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			err := run(context.Background(), tt.args, &stdout, &stderr, false)
+			err := run(context.Background(), tt.args, &stdout, &stderr, false, llmmetricstest.NewInMemoryServer)
 			require.Error(t, err)
 			assert.Contains(t, err.Error()+stderr.String(), tt.want)
 		})

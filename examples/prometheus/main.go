@@ -67,12 +67,19 @@ type workload struct {
 	Requests, Concurrency int
 	SLO                   llmmetrics.SLO
 	Server                llmmetricstest.ServerConfig
+	// NewServer starts the fake server (nil: llmmetricstest.NewServer;
+	// tests pass NewInMemoryServer to run on testing/synctest's fake time).
+	NewServer func(llmmetricstest.ServerConfig) *llmmetricstest.Server
 }
 
 // run streams w.Requests chat completions (w.Concurrency at a time) from a
 // fake server through a client-role Tracker on mp, and returns the Records.
 func run(ctx context.Context, mp *sdkmetric.MeterProvider, w workload) ([]llmmetrics.Record, error) {
-	srv := llmmetricstest.NewServer(w.Server)
+	newServer := w.NewServer
+	if newServer == nil {
+		newServer = llmmetricstest.NewServer
+	}
+	srv := newServer(w.Server)
 	defer srv.Close()
 	tracker, err := llmmetrics.NewTracker(
 		llmmetrics.WithMeterProvider(mp),

@@ -11,9 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
@@ -33,11 +35,19 @@ func TestPrometheusAgreesWithSummarize(t *testing.T) {
 
 	const requests = 160
 	slo := llmmetrics.SLO{TTFT: 60 * time.Millisecond, TPOT: 8 * time.Millisecond}
-	records, err := run(context.Background(), exp.Provider, workload{
-		Requests: requests, Concurrency: 12, SLO: slo,
-		Server: llmmetricstest.ServerConfig{BaseTPOT: 3 * time.Millisecond, OutputMin: 16, OutputMax: 48, Seed: 7},
+	// The workload runs on testing/synctest's fake time against the
+	// in-memory fake server: its latencies (and so SLO attainment) are the
+	// simulation's, whatever CPU the test gets. Prometheus scrapes the
+	// exporter on real time afterwards.
+	var records []llmmetrics.Record
+	synctest.Test(t, func(t *testing.T) {
+		records, err = run(context.Background(), exp.Provider, workload{
+			Requests: requests, Concurrency: 12, SLO: slo,
+			Server:    llmmetricstest.ServerConfig{BaseTPOT: 3 * time.Millisecond, OutputMin: 16, OutputMax: 48, Seed: 7},
+			NewServer: llmmetricstest.NewInMemoryServer,
+		})
+		require.NoError(t, err)
 	})
-	require.NoError(t, err)
 	sum := llmmetrics.Summarize(records, llmmetrics.SummaryOptions{SLO: slo})
 	require.Equal(t, requests, sum.Completed, "the fake server injects no failures here")
 	require.Greater(t, sum.Goodput.Attainment, 0.0)
@@ -104,18 +114,22 @@ func serve(t *testing.T, h http.Handler) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := &http.Server{Handler: h}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-served // no goroutine outlives the test
+	})
 	return ln.Addr().String()
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
-}
+// listeningOn finds the address Prometheus logs once it listens
+// ("Listening on" address=127.0.0.1:41234), both in go-kit's logfmt (2.x)
+// and slog's (3.x).
+var listeningOn = regexp.MustCompile(`msg="Listening on" address=(\S+)`)
 
 func lookPrometheus(t *testing.T) string {
 	t.Helper()
@@ -155,28 +169,40 @@ func startPrometheus(t *testing.T, bin string, c promConfig) promAPI {
 	}
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
-	addr := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
+	// Prometheus listens on a port the kernel picks (":0") and logs it, so
+	// no other process can take the port between a probe and its listen.
 	cmd := exec.CommandContext(ctx, bin, append([]string{
 		"--config.file=" + cfgPath,
 		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
-		"--web.listen-address=" + addr,
-		"--log.level=warn"}, c.flags...)...)
-	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
+		"--web.listen-address=127.0.0.1:0",
+		"--log.level=info"}, c.flags...)...)
+	logPath := filepath.Join(dir, "prometheus.log")
+	logFile, err := os.Create(logPath)
 	require.NoError(t, err)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	require.NoError(t, cmd.Start())
 	tr := &http.Transport{}
-	api := promAPI{url: "http://" + addr, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
 	t.Cleanup(func() {
 		tr.CloseIdleConnections()
 		cancel()
 		_ = cmd.Wait()
+		_ = logFile.Close()
 		if t.Failed() {
-			b, _ := os.ReadFile(logFile.Name())
+			b, _ := os.ReadFile(logPath)
 			t.Logf("prometheus log:\n%s", b)
 		}
 	})
+	var addr string
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(logPath)
+		if m := listeningOn.FindSubmatch(b); m != nil {
+			addr = string(m[1])
+			return true
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond, "Prometheus did not log its address")
+	api := promAPI{url: "http://" + addr, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
 	require.Eventually(t, func() bool {
 		resp, err := api.hc.Get(api.url + "/-/ready")
 		if err != nil {
