@@ -623,11 +623,4 @@ func TestNewTransportNilArguments(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, req, base.reqs[0], "a nil Tracker passes requests through")
 	_ = resp.Body.Close()
-	assert.Equal(t, http.DefaultTransport, func() http.RoundTripper {
-		tp := NewTransport(nil, nil).(*transport)
-		if tp.base == nil {
-			return http.DefaultTransport
-		}
-		return tp.base
-	}(), "a nil base is http.DefaultTransport")
 }
