@@ -7,6 +7,7 @@ import (
 	"iter"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // ErrStopped is the error a stream adapter ends a request with when the
@@ -39,7 +40,9 @@ func (stoppedError) ErrorType() string { return "canceled" }
 //   - on Close before EOF: OutcomeCanceled (ErrStopped), unless the
 //     protocol's end marker ([DONE], message_stop) has arrived: then the
 //     stream is complete and ends as at EOF with what came before the
-//     marker (an error frame after it counts only when read to EOF);
+//     marker (an error frame after it counts only when read to EOF); or
+//     unless the stream reported an error (openai-go closes the body right
+//     after an error event): then OutcomeError with that error;
 //   - when req's context is done: OutcomeCanceled, even while the caller is
 //     blocked in Read (at once, if it is done already when NewReader is
 //     called; the caller's bytes still flow).
@@ -51,6 +54,10 @@ func (stoppedError) ErrorType() string { return "canceled" }
 // returned ReadCloser's Read and Close may be called from different
 // goroutines, as http.Response.Body allows; Read itself is not for
 // concurrent use, like any io.Reader.
+//
+// Frames completed by one Read arrived together: the clock is read once per
+// Read that completes a token-carrying frame, and each of its frames is
+// applied with ChunkAt (or ReasoningChunkAt) at that instant.
 //
 // A nil dec finds no frames (only the outcome and E2EL are measured); a nil
 // body reads as an error (the request ends with OutcomeError).
@@ -82,10 +89,12 @@ type reader struct {
 	req       *Request
 	body      io.Reader
 	dec       Decoder
-	emit      func(Frame) // r.apply, bound once so Decode calls do not allocate
-	streamErr error       // the first error frame, set and read by Read's goroutine
-	doneErr   error       // streamErr at the end marker: set once, before sawDone, for Close
-	sawDone   atomic.Bool // the protocol's end marker ([DONE], message_stop) arrived
+	emit      func(Frame)           // r.apply, bound once so Decode calls do not allocate
+	streamErr error                 // the first error frame, set and read by Read's goroutine
+	closeErr  atomic.Pointer[error] // streamErr, published for Close on another goroutine
+	doneErr   error                 // streamErr at the end marker: set once, before sawDone, for Close
+	now       time.Time             // the arrival of this Read's frames (zero until one carries tokens)
+	sawDone   atomic.Bool           // the protocol's end marker ([DONE], message_stop) arrived
 	ended     atomic.Bool
 	ending    sync.WaitGroup // done once the request has ended (Add(1) in NewReader)
 	stopWatch func() bool
@@ -97,10 +106,12 @@ func (r *reader) Read(p []byte) (int, error) {
 		return n, err
 	}
 	if n > 0 {
+		r.now = time.Time{}
 		r.dec.Decode(p[:n], r.emit)
 	}
 	switch {
 	case err == io.EOF:
+		r.now = time.Time{}
 		r.dec.Flush(r.emit)
 		r.end(r.streamErr)
 	case err != nil:
@@ -111,10 +122,13 @@ func (r *reader) Read(p []byte) (int, error) {
 
 func (r *reader) apply(f Frame) {
 	if f.Tokens != 0 {
+		if r.now.IsZero() {
+			r.now = r.req.t.cfg.now() // once per Read: its frames arrived together
+		}
 		if f.Reasoning {
-			r.req.ReasoningChunk(f.Tokens)
+			r.req.ReasoningChunkAt(r.now, f.Tokens)
 		} else {
-			r.req.Chunk(f.Tokens)
+			r.req.ChunkAt(r.now, f.Tokens)
 		}
 	}
 	if f.HasUsage {
@@ -125,6 +139,7 @@ func (r *reader) apply(f Frame) {
 	}
 	if f.Err != nil && r.streamErr == nil {
 		r.streamErr = f.Err
+		r.closeErr.Store(&r.streamErr)
 	}
 	if f.Done && !r.sawDone.Load() {
 		// Close may run on another goroutine: it reads doneErr only after
@@ -157,11 +172,16 @@ func (r *reader) endOnce(err error) bool {
 }
 
 func (r *reader) Close() error {
-	if r.sawDone.Load() {
+	switch err := r.closeErr.Load(); {
+	case r.sawDone.Load():
 		// The stream is complete: clients commonly stop reading at [DONE]
 		// and close without waiting for EOF.
 		r.end(r.doneErr)
-	} else {
+	case err != nil:
+		// The stream failed and the caller stopped there: an error, not a
+		// caller giving up.
+		r.end(*err)
+	default:
 		r.end(ErrStopped)
 	}
 	if c, ok := r.body.(io.Closer); ok {

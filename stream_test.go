@@ -65,6 +65,8 @@ func parseLine(l string) Frame {
 		return Frame{}
 	case f[0] == "t":
 		return Frame{Tokens: num(1)}
+	case f[0] == "r":
+		return Frame{Tokens: num(1), Reasoning: true}
 	case f[0] == "u":
 		return Frame{HasUsage: true, InputTokens: num(1), OutputTokens: num(2)}
 	case f[0] == "e":
@@ -596,6 +598,7 @@ func TestReaderCloseAfterDone(t *testing.T) {
 		{"close after an error frame and the end marker is Error", "t 1\ne overloaded\nd\n", OutcomeError},
 		{"an error frame after the end marker does not count at Close", "t 1\nd\ne late\n", OutcomeOK},
 		{"close before the end marker is Canceled", "t 1\nt 1\n", OutcomeCanceled},
+		{"close after an error frame without the end marker is Error", "t 1\ne overloaded\n", OutcomeError},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -729,4 +732,23 @@ func TestReaderCloseWaitsForTheWatcher(t *testing.T) {
 		assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), MetricRequests))
 		_ = pw.Close()
 	})
+}
+
+func TestReaderReadsTheClockOncePerRead(t *testing.T) {
+	var reads int
+	clock := func() time.Time { reads++; return t0.Add(time.Duration(reads) * time.Millisecond) }
+	tr, _ := newTestTracker(t, WithClock(clock))
+	req := tr.StartAt(context.Background(), t0)
+	body := &timedBody{pieces: []piece{
+		{0, "role\n"},          // no token-carrying frame: no clock read
+		{0, "t 1\nt 1\nr 1\n"}, // three frames in one Read: one clock read
+		{0, "t 1\n"},           // one more Read: one more
+	}}
+	rc := NewReader(req, body, &lineDecoder{})
+	_, err := io.ReadAll(rc)
+	require.NoError(t, err)
+	assert.Equal(t, 3, reads, "one read per Read that completes token frames, one at EOF's End")
+	rec := req.End(nil)
+	assert.Equal(t, []time.Duration{0, 0, time.Millisecond}, rec.ITL, "frames of one Read arrived together")
+	assert.Equal(t, t0.Add(time.Millisecond), rec.FirstToken)
 }
