@@ -117,20 +117,28 @@ func (r *reader) apply(f Frame) {
 			r.req.Chunk(f.Tokens)
 		}
 	}
-	if f.HasUsage {
-		r.req.SetUsage(f.InputTokens, f.OutputTokens)
-		r.req.SetReasoningTokens(f.ReasoningTokens)
-	} else if f.HasInput {
-		r.req.SetInputTokens(f.InputTokens)
-	}
-	if f.Err != nil && r.streamErr == nil {
-		r.streamErr = f.Err
-	}
+	noteFrame(r.req, f, &r.streamErr)
 	if f.Done && !r.sawDone.Load() {
 		// Close may run on another goroutine: it reads doneErr only after
 		// seeing sawDone, which publishes it; streamErr may change later.
 		r.doneErr = r.streamErr
 		r.sawDone.Store(true)
+	}
+}
+
+// noteFrame applies to req what f tells besides its tokens and its end
+// marker, as NewReader and NewHandler do: the usage (SetUsage and
+// SetReasoningTokens), else the prompt size (SetInputTokens); the stream's
+// first error is kept in *streamErr.
+func noteFrame(req *Request, f Frame, streamErr *error) {
+	if f.HasUsage {
+		req.SetUsage(f.InputTokens, f.OutputTokens)
+		req.SetReasoningTokens(f.ReasoningTokens)
+	} else if f.HasInput {
+		req.SetInputTokens(f.InputTokens)
+	}
+	if f.Err != nil && *streamErr == nil {
+		*streamErr = f.Err
 	}
 }
 
