@@ -66,10 +66,12 @@ import (
 // Attributes: gen_ai.operation.name from the path, gen_ai.provider.name
 // from the protocol (or a well-known Host), gen_ai.request.model from the
 // request body's "model" (or Gemini's path), then WithRequestAttributes.
-// To read the model, the start of a JSON request body is read (up to its
-// "model" member, at most 4 MiB) and next gets a shallow copy of the
-// request whose Body returns the same bytes: a body read whole is replayed
-// from memory, so nothing downstream reads a body the server has closed.
+// To read the model, a JSON request body is read whole before next runs
+// (at most 4 MiB; not when the Tracker's attributes name the model) and
+// next gets a shallow copy of the request whose Body returns the same
+// bytes from memory, so nothing downstream (a proxy's transport still
+// reading it while the answer streams back) reads a body the server has
+// already closed; the rest of a longer body follows from the connection.
 // Whoever sends the requests chooses the model names, so they must not
 // grow the number of series: names outside WithModels' allowlist become
 // "_OTHER", and without WithModels every name does (a server knows the
@@ -91,6 +93,7 @@ import (
 func NewHandler(t *Tracker, next http.Handler, opts ...HTTPOption) http.Handler {
 	c := newHTTPCore(t, opts)
 	c.cfg.includeUsage = false // the request is the client's, not ours to change
+	c.wholeBody = true
 	if c.cfg.models == nil {
 		c.cfg.models = map[string]string{} // every client-supplied name folds into "_OTHER"
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -479,4 +480,40 @@ func TestHandlerFlushReachesTheClient(t *testing.T) {
 		assert.Equal(t, sseChunk(c), line+blank, "read while the handler still waits")
 		release <- struct{}{}
 	}
+}
+
+// closeTracker is a request body that records whether it was closed and
+// fails reads after Close, as a server's body does.
+type closeTracker struct {
+	io.Reader
+	closed bool
+}
+
+func (b *closeTracker) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, errors.New("http: invalid Read on closed Body")
+	}
+	return b.Reader.Read(p)
+}
+
+func (b *closeTracker) Close() error { b.closed = true; return nil }
+
+// TestHandlerReplaysTheBodyFromMemory: the request body is read whole
+// before next runs (even when "model" comes first), so next can read it
+// after the server has closed the inbound body.
+func TestHandlerReplaysTheBodyFromMemory(t *testing.T) {
+	tr, _, _ := serverTracker(t)
+	body := `{"model":"m","messages":[` + strings.Repeat(`{"role":"user","content":"hi"},`, 500) + `{}]}`
+	in := &closeTracker{Reader: iotest.OneByteReader(strings.NewReader(body))}
+	var got string
+	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in.closed = true // as net/http does once the response starts, without full duplex
+		b, err := io.ReadAll(r.Body)
+		require.NoError(t, err)
+		got = string(b)
+	}))
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	r.Body, r.ContentLength = in, -1
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	assert.Equal(t, body, got)
 }
