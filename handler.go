@@ -35,8 +35,8 @@ import (
 // Timing. net/http buffers what a handler writes until it flushes, so a
 // token-carrying frame is timed when it is flushed to the client: its token
 // count is held (never its bytes) and recorded at the next Flush (or
-// FlushError, or http.ResponseController's Flush), at the time that Flush
-// returns. Frames flushed together arrive together (one TTFT or ITL gap,
+// FlushError, or http.ResponseController's Flush), at the time of that
+// Flush. Frames flushed together arrive together (one TTFT or ITL gap,
 // then gaps of 0, as a client reading them in one Read sees them). A
 // handler that never flushes is timed at return: net/http sends what it
 // buffered when ServeHTTP returns, so its frames are recorded then (TTFT

@@ -70,18 +70,24 @@ func (rw *respWriter) Flush() { _ = rw.FlushError() }
 // FlushError flushes the server's writer (as http.ResponseController does:
 // its FlushError or Flush, through Unwrap) and then records the
 // token-carrying frames written since the last flush, at the time the
-// flush returned: that is when they reached the client. When the writer
+// flush was called: that is when they left for the client (the clock is
+// read before the flush, so a client that reacts to the bytes cannot be
+// seen to get them before they were sent). When the writer
 // cannot flush (http.ErrNotSupported) they stay held until the next flush
 // or the end.
 func (rw *respWriter) FlushError() error {
 	if rw.status == 0 {
 		rw.header(http.StatusOK, nil)
 	}
+	var at time.Time
+	if rw.held > 0 {
+		at = rw.core.t.cfg.now()
+	}
 	err := flush(rw.w)
 	switch {
 	case err == nil:
 		if rw.held > 0 {
-			rw.release(rw.core.t.cfg.now())
+			rw.release(at)
 		}
 	case !errors.Is(err, http.ErrNotSupported) && rw.writeErr == nil:
 		rw.writeErr = err
