@@ -123,7 +123,9 @@ func BenchmarkHandler(b *testing.B) {
 		measured := func(b *testing.B) http.Handler {
 			return NewHandler(newTracker(b), hb.stream, WithModels("gpt-4o-mini"))
 		}
-		hand := func(b *testing.B) http.Handler { return hb.byHandHandler(newTracker(b, WithAttributes(staticAttrs...))) }
+		hand := func(b *testing.B) http.Handler {
+			return hb.byHandHandler(newTracker(b, WithAttributes(staticAttrs...)))
+		}
 		prefix := "events=" + itoa(n) + "/"
 		for _, sub := range []struct {
 			name string

@@ -113,14 +113,13 @@ func TestHandlerThatNeverFlushesIsTimedAtReturn(t *testing.T) {
 
 func TestHandlerOutcomes(t *testing.T) {
 	type want struct {
-		outcome   Outcome
-		errType   string
-		output    int
-		input     int
-		hasTTFT   bool
-		repanic   any
-		chunks    int
-		cancelCtx bool
+		outcome Outcome
+		errType string
+		output  int
+		input   int
+		hasTTFT bool
+		repanic any
+		chunks  int
 	}
 	boom := errors.New("boom")
 	for _, tc := range []struct {
@@ -305,7 +304,7 @@ func requestAttrs(t *testing.T, rm metricdata.ResourceMetrics) map[string]string
 				require.Len(t, pts, 1)
 				out := map[string]string{}
 				for _, kv := range pts[0].Attributes.ToSlice() {
-					out[string(kv.Key)] = kv.Value.Emit()
+					out[string(kv.Key)] = kv.Value.String()
 				}
 				return out
 			}
@@ -401,7 +400,6 @@ func TestHandlerResponseController(t *testing.T) {
 	type result struct {
 		flush, deadline, duplex      error
 		hijacker, pusher, readerFrom bool
-		innerHijacker, innerRF       bool
 	}
 	results := make(chan result, 1)
 	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
