@@ -515,3 +515,31 @@ func TestHandlerReplaysTheBodyFromMemory(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	assert.Equal(t, body, got)
 }
+
+// TestHandlerReadFromUndecoded: an answer that is not decoded (an error
+// status) goes to the server writer's own ReadFrom, and still counts.
+func TestHandlerReadFromUndecoded(t *testing.T) {
+	tr, _, _ := serverTracker(t)
+	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		rf, ok := w.(io.ReaderFrom)
+		require.True(t, ok)
+		n, err := rf.ReadFrom(strings.NewReader(`{"error":{"message":"busy"}}`))
+		require.NoError(t, err)
+		assert.Equal(t, int64(28), n)
+	}))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	resp, err := srv.Client().Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, `{"error":{"message":"busy"}}`, string(b))
+	srv.Close() // waits for the handler
+	recs := ended(tr)
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomeError, recs[0].Outcome)
+}
