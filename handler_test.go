@@ -159,6 +159,12 @@ func TestHandlerOutcomes(t *testing.T) {
 				io.WriteString(w, ` {"content":[],"usage":{"input_tokens":3,"output_tokens":4,"cache_read_input_tokens":2}}`)
 			},
 			want: want{outcome: OutcomeOK, output: 4, input: 5}},
+		{name: "WriteHeader without a Content-Type, then JSON: sniffed at the first Write", path: "/v1/chat/completions",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusOK)
+				io.WriteString(w, `{"usage":{"prompt_tokens":2,"completion_tokens":6}}`)
+			},
+			want: want{outcome: OutcomeOK, output: 6, input: 2}},
 		{name: "ErrAbortHandler is Canceled and re-panicked", path: "/v1/chat/completions",
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/event-stream")

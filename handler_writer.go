@@ -29,9 +29,10 @@ type respWriter struct {
 	dec  Decoder     // nil: the answer is not decoded
 	emit func(Frame) // rw.apply, bound once so Decode calls do not allocate
 
-	status     int // the final status written; 0 until the header is
-	held       int // token-carrying frames written since the last Flush
-	heldTokens int // their tokens
+	status     int  // the final status written; 0 until the header is
+	sniff      bool // a 2xx status without a Content-Type: choose at the first Write
+	held       int  // token-carrying frames written since the last Flush
+	heldTokens int  // their tokens
 	streamErr  error
 	writeErr   error // the first failed Write or Flush
 	sawDone    bool
@@ -51,8 +52,12 @@ func (rw *respWriter) WriteHeader(code int) {
 // Write implements http.ResponseWriter: p goes to the server's writer
 // first, then the bytes written are decoded.
 func (rw *respWriter) Write(p []byte) (int, error) {
-	if rw.status == 0 {
+	switch {
+	case rw.status == 0:
 		rw.header(http.StatusOK, p)
+	case rw.sniff && len(p) > 0:
+		rw.sniff = false
+		rw.choose(p)
 	}
 	n, err := rw.w.Write(p)
 	if n > 0 && rw.dec != nil {
@@ -78,6 +83,10 @@ func (rw *respWriter) Flush() { _ = rw.FlushError() }
 func (rw *respWriter) FlushError() error {
 	if rw.status == 0 {
 		rw.header(http.StatusOK, nil)
+	}
+	if rw.sniff { // the header goes out now, without a type
+		rw.sniff = false
+		rw.choose(nil)
 	}
 	var at time.Time
 	if rw.held > 0 {
@@ -127,6 +136,18 @@ func (rw *respWriter) header(code int, p []byte) {
 	if code < 200 || code >= 300 {
 		return // not an answer to decode
 	}
+	if _, ok := rw.w.Header()["Content-Type"]; !ok && len(p) == 0 {
+		// WriteHeader without a type: net/http sniffs it from the first
+		// Write (unless a Flush sends the header first).
+		rw.sniff = true
+		return
+	}
+	rw.choose(p)
+}
+
+// choose chooses the decoder of a 2xx answer whose first bytes are p (nil
+// when none were written before the header was sent).
+func (rw *respWriter) choose(p []byte) {
 	h := rw.w.Header()
 	ct, sniffed := "", false
 	if v, ok := h["Content-Type"]; ok {
@@ -142,7 +163,7 @@ func (rw *respWriter) header(code int, p []byte) {
 		ce = v[0]
 	}
 	if f := rw.core.cfg.decoder; f != nil {
-		if d := f(rw.r, &http.Response{StatusCode: code, Header: h, Request: rw.r}); d != nil {
+		if d := f(rw.r, &http.Response{StatusCode: rw.status, Header: h, Request: rw.r}); d != nil {
 			rw.dec = d
 			return
 		}
@@ -216,7 +237,7 @@ func (rf readFrom) ReadFrom(src io.Reader) (int64, error) {
 			rw.header(http.StatusOK, nil) // no sniffing needed
 		}
 	}
-	if rw.status != 0 && rw.dec == nil {
+	if rw.status != 0 && rw.dec == nil && !rw.sniff {
 		return rf.rf.ReadFrom(src) // its error may be src's: not taken as the client's
 	}
 	bp := copyBufs.Get().(*[]byte)
