@@ -36,8 +36,10 @@ import (
 // token-carrying frame is timed when it is flushed to the client: its token
 // count is held (never its bytes) and recorded at the next Flush (or
 // FlushError, or http.ResponseController's Flush), at the time of that
-// Flush. Frames flushed together arrive together (one TTFT or ITL gap,
-// then gaps of 0, as a client reading them in one Read sees them). A
+// Flush. Reasoning frames (Frame.Reasoning) are held apart and recorded
+// with ReasoningChunkAt, so TTFO is the flush of the first answer token.
+// Frames flushed together arrive together (one TTFT or ITL gap, then gaps
+// of 0, as a client reading them in one Read sees them). A
 // handler that never flushes is timed at return: net/http sends what it
 // buffered when ServeHTTP returns, so its frames are recorded then (TTFT
 // then equals E2EL, which is what its client sees unless more than net/http's
@@ -133,7 +135,7 @@ func (rw *respWriter) end(p any) {
 		rw.dec.Flush(rw.emit)
 	}
 	now := rw.core.t.cfg.now()
-	if rw.held > 0 {
+	if rw.holding() {
 		rw.release(now) // net/http sends what was not flushed as the handler returns
 	}
 	rw.req.EndAt(now, rw.endErr(p))

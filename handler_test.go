@@ -549,3 +549,33 @@ func TestHandlerReadFromUndecoded(t *testing.T) {
 	require.Len(t, recs, 1)
 	assert.Equal(t, OutcomeError, recs[0].Outcome)
 }
+
+// TestHandlerReasoningFrames: reasoning and answer frames are held apart,
+// so TTFT is at the flush of the first thought and TTFO at the flush of
+// the first answer token.
+func TestHandlerReasoningFrames(t *testing.T) {
+	tr, _, now := serverTracker(t)
+	ev := func(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
+	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		io.WriteString(w, ev("message_start", `{"type":"message_start","message":{"usage":{"input_tokens":4,"output_tokens":1}}}`))
+		*now = now.Add(10 * time.Millisecond)
+		io.WriteString(w, ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`))
+		io.WriteString(w, ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":" so"}}`))
+		f.Flush() // two thoughts at 10ms
+		*now = now.Add(30 * time.Millisecond)
+		io.WriteString(w, ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Yes"}}`))
+		f.Flush() // the answer at 40ms
+		io.WriteString(w, ev("message_delta", `{"type":"message_delta","delta":{},"usage":{"output_tokens":9}}`))
+		io.WriteString(w, ev("message_stop", `{"type":"message_stop"}`))
+	}))
+	serve(h, "/v1/messages", `{"model":"m"}`)
+	rec := ended(tr)[0]
+	ttft, _ := rec.TTFT()
+	assert.Equal(t, 10*time.Millisecond, ttft, "at the first thought")
+	assert.Equal(t, rec.Start.Add(40*time.Millisecond), rec.FirstOutput, "at the first answer token")
+	assert.Equal(t, 3, rec.Chunks)
+	assert.Equal(t, 9, rec.OutputTokens)
+	assert.Equal(t, OutcomeOK, rec.Outcome)
+}

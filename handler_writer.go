@@ -29,13 +29,12 @@ type respWriter struct {
 	dec  Decoder     // nil: the answer is not decoded
 	emit func(Frame) // rw.apply, bound once so Decode calls do not allocate
 
-	status     int  // the final status written; 0 until the header is
-	sniff      bool // a 2xx status without a Content-Type: choose at the first Write
-	held       int  // token-carrying frames written since the last Flush
-	heldTokens int  // their tokens
-	streamErr  error
-	writeErr   error // the first failed Write or Flush
-	sawDone    bool
+	status    int           // the final status written; 0 until the header is
+	sniff     bool          // a 2xx status without a Content-Type: choose at the first Write
+	held      [2]heldFrames // frames written since the last Flush: answer, reasoning
+	streamErr error
+	writeErr  error // the first failed Write or Flush
+	sawDone   bool
 }
 
 // Header implements http.ResponseWriter.
@@ -89,13 +88,14 @@ func (rw *respWriter) FlushError() error {
 		rw.choose(nil)
 	}
 	var at time.Time
-	if rw.held > 0 {
+	held := rw.holding()
+	if held {
 		at = rw.core.t.cfg.now()
 	}
 	err := flush(rw.w)
 	switch {
 	case err == nil:
-		if rw.held > 0 {
+		if held {
 			rw.release(at)
 		}
 	case !errors.Is(err, http.ErrNotSupported) && rw.writeErr == nil:
@@ -194,8 +194,12 @@ func startsJSON(p []byte) bool {
 // flushed; the rest is applied at once.
 func (rw *respWriter) apply(f Frame) {
 	if f.Tokens > 0 {
-		rw.held++
-		rw.heldTokens += f.Tokens
+		h := &rw.held[0]
+		if f.Reasoning {
+			h = &rw.held[1]
+		}
+		h.frames++
+		h.tokens += f.Tokens
 	}
 	noteFrame(rw.req, f, &rw.streamErr)
 	if f.Done {
@@ -203,17 +207,31 @@ func (rw *respWriter) apply(f Frame) {
 	}
 }
 
-// release records the held frames as arriving at t. They are recorded as
-// held frames with one token each but the first, which carries the rest:
-// frames arriving at the same time give the same TTFT, gaps, chunk count
-// and token sum whatever their sizes.
+// heldFrames counts token-carrying frames written but not yet flushed.
+type heldFrames struct{ frames, tokens int }
+
+// holding reports whether frames are held.
+func (rw *respWriter) holding() bool { return rw.held[0].frames+rw.held[1].frames > 0 }
+
+// release records the held frames as arriving at t, reasoning frames
+// (ReasoningChunkAt) before answer frames (ChunkAt). Each kind is recorded
+// as its number of frames with one token each but the first, which carries
+// the rest: frames arriving at the same time give the same TTFT, TTFO,
+// gaps, chunk count and token sum whatever their sizes.
 func (rw *respWriter) release(t time.Time) {
-	n, tokens := rw.held, rw.heldTokens
-	rw.held, rw.heldTokens = 0, 0
-	rw.req.ChunkAt(t, tokens-(n-1))
-	for i := 1; i < n; i++ {
-		rw.req.ChunkAt(t, 1)
+	if h := rw.held[1]; h.frames > 0 {
+		rw.req.ReasoningChunkAt(t, h.tokens-(h.frames-1))
+		for i := 1; i < h.frames; i++ {
+			rw.req.ReasoningChunkAt(t, 1)
+		}
 	}
+	if h := rw.held[0]; h.frames > 0 {
+		rw.req.ChunkAt(t, h.tokens-(h.frames-1))
+		for i := 1; i < h.frames; i++ {
+			rw.req.ChunkAt(t, 1)
+		}
+	}
+	rw.held = [2]heldFrames{}
 }
 
 // ---------------------------------------------------------------------------
