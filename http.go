@@ -14,7 +14,7 @@ import (
 )
 
 // This file holds what the HTTP integrations share (NewTransport and
-// Middleware in transport.go; a server-side handler later): the wire
+// Middleware in transport.go; NewHandler in handler.go): the wire
 // protocols and the choice of a decoder, the options, and the error of an
 // HTTP failure status.
 

@@ -47,9 +47,9 @@ var requestSchema = jsonstream.NewSchema(
 
 var requestScanners = sync.Pool{New: func() any { return jsonstream.NewScanner(requestSchema) }}
 
-// httpCore is what NewTransport and Middleware share: the Tracker, the
-// options, and which automatic attributes the Tracker already has (those
-// are never overridden per request).
+// httpCore is what NewTransport, Middleware and NewHandler share: the
+// Tracker, the options, and which automatic attributes the Tracker already
+// has (those are never overridden per request).
 type httpCore struct {
 	t                        *Tracker
 	cfg                      httpConfig
