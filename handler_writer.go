@@ -120,10 +120,14 @@ func flush(w http.ResponseWriter) error {
 		case interface{ Unwrap() http.ResponseWriter }:
 			w = t.Unwrap()
 		default:
-			return fmt.Errorf("%w", http.ErrNotSupported)
+			return errFlushNotSupported
 		}
 	}
 }
+
+// errFlushNotSupported is FlushError's error for a writer that cannot
+// flush; it wraps http.ErrNotSupported, as http.ResponseController's does.
+var errFlushNotSupported = fmt.Errorf("llmmetrics: flush: %w", http.ErrNotSupported)
 
 // header chooses the decoder when the final status is written: code, with
 // the first bytes of the body in p (nil when the header is written by
