@@ -579,3 +579,24 @@ func TestHandlerReasoningFrames(t *testing.T) {
 	assert.Equal(t, 9, rec.OutputTokens)
 	assert.Equal(t, OutcomeOK, rec.Outcome)
 }
+
+// TestHandlerWriterThatCannotFlush: FlushError reports
+// http.ErrNotSupported and the frames stay held until the end.
+func TestHandlerWriterThatCannotFlush(t *testing.T) {
+	tr, _, now := serverTracker(t)
+	var flushErr error
+	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		*now = now.Add(time.Millisecond)
+		io.WriteString(w, sseChunk("a"))
+		flushErr = http.NewResponseController(w).Flush()
+		*now = now.Add(time.Millisecond)
+	}))
+	h.ServeHTTP(struct{ http.ResponseWriter }{httptest.NewRecorder()},
+		httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(`{}`)))
+	assert.ErrorIs(t, flushErr, http.ErrNotSupported)
+	rec := ended(tr)[0]
+	ttft, _ := rec.TTFT()
+	assert.Equal(t, 2*time.Millisecond, ttft, "held until the end")
+	assert.Equal(t, 1, rec.Chunks)
+}
