@@ -14,7 +14,7 @@ import (
 )
 
 // This file holds what the HTTP integrations share (NewTransport and
-// Middleware in transport.go; a server-side handler later): the wire
+// Middleware in transport.go; NewHandler in handler.go): the wire
 // protocols and the choice of a decoder, the options, and the error of an
 // HTTP failure status.
 
@@ -288,9 +288,10 @@ func providerOf(host string, p Protocol) attribute.KeyValue {
 	return attribute.KeyValue{}
 }
 
-// HTTPStatusError is the error a request measured by NewTransport or
-// Middleware ends with when the response's status code is 400 or more: the
-// request fails (OutcomeError) with error.type the status code ("429").
+// HTTPStatusError is the error a request measured by NewTransport,
+// Middleware or NewHandler ends with when the response's status code is 400
+// or more: the request fails (OutcomeError) with error.type the status code
+// ("429").
 type HTTPStatusError struct {
 	// StatusCode is the response's HTTP status code.
 	StatusCode int
@@ -308,7 +309,7 @@ func (e *HTTPStatusError) ErrorType() string { return strconv.Itoa(e.StatusCode)
 // ---------------------------------------------------------------------------
 // Options
 
-// HTTPOption configures NewTransport and Middleware.
+// HTTPOption configures NewTransport, Middleware and NewHandler.
 type HTTPOption interface {
 	applyHTTP(*httpConfig)
 }
@@ -357,7 +358,9 @@ func WithProtocol(p Protocol) HTTPOption {
 
 // WithDecoder sets a function that returns the Decoder of each response
 // (status below 300); it is called with the caller's request, on the
-// goroutine of the round trip. A nil result leaves the choice to the
+// goroutine of the round trip (for NewHandler: with the request next got
+// and a response holding the status and header next wrote, no Body, when
+// the header is written). A nil result leaves the choice to the
 // automatic one (DetectProtocol and WithProtocol). A nil function is ignored.
 func WithDecoder(f func(req *http.Request, resp *http.Response) Decoder) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
@@ -383,7 +386,8 @@ func WithDecoder(f func(req *http.Request, resp *http.Response) Decoder) HTTPOpt
 // over 4 MiB, compressed (Content-Encoding), or not a JSON object is sent
 // unchanged. Some OpenAI-compatible servers reject unknown members: use it
 // with servers that accept stream_options (OpenAI, Azure OpenAI, vLLM,
-// SGLang, llama.cpp, Ollama's OpenAI API, …). Default: off.
+// SGLang, llama.cpp, Ollama's OpenAI API, …). Default: off. NewHandler
+// ignores it (a server does not rewrite its clients' requests).
 func WithIncludeUsage() HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) { c.includeUsage = true })
 }
@@ -406,8 +410,10 @@ func WithRequestAttributes(f func(*http.Request) []attribute.KeyValue) HTTPOptio
 // WithModels sets an allowlist of model names for gen_ai.request.model:
 // another name becomes "_OTHER", so whoever writes the requests cannot grow
 // the number of series. Repeated calls add up; WithModels() with no names
-// folds every model into "_OTHER". Default: no allowlist, which suits a
-// client, where the program itself names the models.
+// folds every model into "_OTHER". Default for NewTransport and
+// Middleware: no allowlist, which suits a client, where the program itself
+// names the models; for NewHandler, whose model names come from its
+// clients: every name is "_OTHER" unless allowlisted.
 func WithModels(names ...string) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
 		if c.models == nil {

@@ -47,13 +47,17 @@ var requestSchema = jsonstream.NewSchema(
 
 var requestScanners = sync.Pool{New: func() any { return jsonstream.NewScanner(requestSchema) }}
 
-// httpCore is what NewTransport and Middleware share: the Tracker, the
-// options, and which automatic attributes the Tracker already has (those
-// are never overridden per request).
+// httpCore is what NewTransport, Middleware and NewHandler share: the
+// Tracker, the options, and which automatic attributes the Tracker already
+// has (those are never overridden per request).
 type httpCore struct {
 	t                        *Tracker
 	cfg                      httpConfig
 	hasOp, hasProv, hasModel bool
+	// wholeBody: read a request body to its end (at most maxRequestBytes)
+	// when it is read at all, so that it is replayed from memory (the
+	// server side: see NewHandler).
+	wholeBody bool
 }
 
 func newHTTPCore(t *Tracker, opts []HTTPOption) *httpCore {
@@ -139,7 +143,7 @@ func (c *httpCore) prepare(req *http.Request, ep endpoint) (*http.Request, strin
 	s := requestScanners.Get().(*jsonstream.Scanner)
 	defer requestScanners.Put(s)
 	s.Reset()
-	buf, err := readAhead(req.Body, req.ContentLength, s, inject)
+	buf, err := readAhead(req.Body, req.ContentLength, s, inject || c.wholeBody)
 
 	model := modelName(c, ep.pathModel, false)
 	if v := &s.Values[rModel]; v.Kind == jsonstream.KindString && v.Complete {

@@ -31,6 +31,19 @@
 // gen_ai.request.model read from the request ([DetectProtocol] tells which
 // decoder an answer gets).
 //
+// A model server or a gateway measures what it serves, in the server role,
+// by wrapping its handler with [NewHandler]:
+//
+//	mux.Handle("/v1/", llmmetrics.NewHandler(tracker, upstream, llmmetrics.WithModels("llama-3-8b")))
+//
+// The bytes the handler writes pass through unchanged and are decoded on
+// the side; each token-carrying event is timed at the Flush that sends it
+// to the client; a status of 400 or more is an error with the status code
+// as error.type, and a client that went away (or
+// panic(http.ErrAbortHandler)) is canceled. Model names come from the
+// clients, so names outside the WithModels allowlist are recorded as
+// "_OTHER".
+//
 // For a transport of your own, start one [Request] per call and wrap the
 // body with [NewReader]:
 //

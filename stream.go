@@ -131,14 +131,7 @@ func (r *reader) apply(f Frame) {
 			r.req.ChunkAt(r.now, f.Tokens)
 		}
 	}
-	if f.HasUsage {
-		r.req.SetUsage(f.InputTokens, f.OutputTokens)
-		r.req.SetReasoningTokens(f.ReasoningTokens)
-	} else if f.HasInput {
-		r.req.SetInputTokens(f.InputTokens)
-	}
-	if f.Err != nil && r.streamErr == nil {
-		r.streamErr = f.Err
+	if noteFrame(r.req, f, &r.streamErr) {
 		r.closeErr.Store(&r.streamErr)
 	}
 	if f.Done && !r.sawDone.Load() {
@@ -147,6 +140,25 @@ func (r *reader) apply(f Frame) {
 		r.doneErr = r.streamErr
 		r.sawDone.Store(true)
 	}
+}
+
+// noteFrame applies to req what f tells besides its tokens and its end
+// marker, as NewReader and NewHandler do: the usage (SetUsage and
+// SetReasoningTokens), else the prompt size (SetInputTokens); the stream's
+// first error is kept in *streamErr.
+// It reports whether f held the stream's first error.
+func noteFrame(req *Request, f Frame, streamErr *error) (first bool) {
+	if f.HasUsage {
+		req.SetUsage(f.InputTokens, f.OutputTokens)
+		req.SetReasoningTokens(f.ReasoningTokens)
+	} else if f.HasInput {
+		req.SetInputTokens(f.InputTokens)
+	}
+	if f.Err != nil && *streamErr == nil {
+		*streamErr = f.Err
+		return true
+	}
+	return false
 }
 
 // end ends the request once, from Read or Close, and stops the context

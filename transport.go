@@ -149,8 +149,15 @@ func (c *httpCore) decoder(req *http.Request, resp *http.Response, ep endpoint) 
 			return d
 		}
 	}
-	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+	return autoDecoder(ep, resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Type"))
+}
+
+// autoDecoder is the automatic choice of a decoder, shared by both sides:
+// nil (no frames) for a body that is compressed (Content-Encoding other
+// than identity), else the Decoder of chooseProtocol.
+func autoDecoder(ep endpoint, contentEncoding, contentType string) Decoder {
+	if contentEncoding != "" && !strings.EqualFold(contentEncoding, "identity") {
 		return nil
 	}
-	return chooseProtocol(ep, resp.Header.Get("Content-Type")).NewDecoder()
+	return chooseProtocol(ep, contentType).NewDecoder()
 }

@@ -1,63 +1,52 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 
 	"github.com/llmmetrics/llmmetrics"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-// Gateway is a reverse proxy in front of an OpenAI-compatible upstream that
-// measures every response in the server role: TTFT from the moment the
-// gateway received the request to the first token-carrying event it
-// forwards. Bytes pass through unchanged, and each event is flushed to the
-// client as soon as it arrives from the upstream (no added buffering).
+// Gateway is a reverse proxy in front of an LLM server that measures every
+// answer in the server role with llmmetrics.NewHandler: TTFT from the
+// moment the gateway received the request to the flush that sent the first
+// token-carrying event on to the client. Bytes pass through unchanged, and
+// each event is flushed to the client as soon as it arrives from the
+// upstream (httputil.ReverseProxy flushes event streams after every write).
 type Gateway struct {
-	tracker *llmmetrics.Tracker
+	handler http.Handler
 	proxy   *httputil.ReverseProxy
-	// OnRecord, when set, is called with each request's Record once it has
-	// ended (from the goroutine serving the request).
-	OnRecord func(llmmetrics.Record)
 }
 
-type requestKey struct{}
-
-// maxPeek bounds how much of a request body is read to find its model.
-const maxPeek = 1 << 20
-
-// NewGateway returns a Gateway that forwards to upstream and measures with
-// tracker (which should have the server role).
-func NewGateway(upstream *url.URL, tracker *llmmetrics.Tracker) *Gateway {
-	g := &Gateway{tracker: tracker}
+// NewGateway returns a Gateway that forwards to upstream with its own
+// http.Transport and measures with tracker (which should have the server
+// role, the default). opts go to NewHandler: pass WithModels with the
+// models the upstream serves, or every model is "_OTHER".
+func NewGateway(upstream *url.URL, tracker *llmmetrics.Tracker, opts ...llmmetrics.HTTPOption) *Gateway {
+	g := &Gateway{}
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(upstream)
 			pr.SetXForwarded()
 		},
-		FlushInterval: -1, // flush after every write: events reach the client as they come
-		ModifyResponse: func(resp *http.Response) error {
-			req := resp.Request.Context().Value(requestKey{}).(*llmmetrics.Request)
-			resp.Body = llmmetrics.NewReader(req, resp.Body, decoderFor(resp))
-			return nil
-		},
+		// Its own connections: nothing shared with http.DefaultTransport.
+		Transport: http.DefaultTransport.(*http.Transport).Clone(),
+		// An unreachable upstream is a 502, which NewHandler counts as an
+		// Error with error.type "502".
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			r.Context().Value(requestKey{}).(*llmmetrics.Request).End(err)
 			w.WriteHeader(http.StatusBadGateway)
 		},
 	}
+	g.handler = llmmetrics.NewHandler(tracker, http.HandlerFunc(g.forward), opts...)
 	return g
 }
 
-// ServeHTTP forwards r and measures the response.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP forwards r and measures the answer.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.handler.ServeHTTP(w, r) }
+
+// forward is the proxy, behind NewHandler.
+func (g *Gateway) forward(w http.ResponseWriter, r *http.Request) {
 	// The proxy's transport may still be reading the request body (at the
 	// least, one more Read after the declared Content-Length, to check the
 	// body is not longer) while the upstream's answer is already being
@@ -65,69 +54,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// unread request body when a handler starts its response; that last
 	// Read then fails with "invalid Read on closed Body" and the transport
 	// drops the upstream connection in the middle of the stream
-	// (golang/go#40747). Full duplex keeps the body open until ServeHTTP
-	// returns. HTTP/2 is always full duplex (ErrNotSupported); peekModel
-	// covers a ResponseWriter that cannot switch for bodies up to maxPeek.
+	// (golang/go#40747). NewHandler reads a JSON body whole (up to 4 MiB)
+	// and hands it on from memory; full duplex keeps the inbound body open
+	// for the rest of a longer one until ServeHTTP returns. It reaches the
+	// server's writer through NewHandler's Unwrap. HTTP/2 is always full
+	// duplex (ErrNotSupported).
 	_ = http.NewResponseController(w).EnableFullDuplex()
-	req := g.tracker.Start(r.Context(), semconv.GenAIRequestModel(peekModel(r)))
-	// Deferred: when the client goes away mid-stream, ReverseProxy aborts
-	// the response with panic(http.ErrAbortHandler).
-	defer func() {
-		// The reader ended the request at EOF, error, cancel or Close; this
-		// only collects the Record (End is idempotent).
-		rec := req.End(llmmetrics.ErrStopped)
-		if g.OnRecord != nil {
-			g.OnRecord(rec)
-		}
-	}()
-	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestKey{}, req)))
+	g.proxy.ServeHTTP(w, r)
 }
-
-// peekModel returns the "model" of a JSON request body, leaving the body
-// as it was for the upstream. A body read whole (up to maxPeek) is
-// forwarded from memory, so the upstream transport never reads the inbound
-// body (see ServeHTTP); a longer one is the bytes read followed by the
-// rest of the inbound body.
-func peekModel(r *http.Request) string {
-	if r.Body == nil {
-		return "unknown"
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, maxPeek))
-	if err == nil && len(b) < maxPeek {
-		r.Body = io.NopCloser(bytes.NewReader(b))
-	} else {
-		r.Body = struct {
-			io.Reader
-			io.Closer
-		}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
-	}
-	var body struct{ Model string }
-	if err != nil || json.Unmarshal(b, &body) != nil || body.Model == "" {
-		return "unknown"
-	}
-	return body.Model
-}
-
-// decoderFor picks how a response is decoded: OpenAI SSE for event
-// streams; for an error status, a decoder that reports the status as the
-// stream's error at its end; nothing for other bodies (a non-streaming
-// response is measured as one E2EL).
-func decoderFor(resp *http.Response) llmmetrics.Decoder {
-	if resp.StatusCode >= 400 {
-		return statusDecoder{fmt.Errorf("upstream HTTP %d", resp.StatusCode)}
-	}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
-		return llmmetrics.NewOpenAIDecoder()
-	}
-	return nil
-}
-
-// statusDecoder finds no frames and reports err at the end of the body.
-type statusDecoder struct{ err error }
-
-func (statusDecoder) Decode([]byte, func(llmmetrics.Frame)) {}
-func (d statusDecoder) Flush(emit func(llmmetrics.Frame))   { emit(llmmetrics.Frame{Err: d.err}) }
-
-// Err reports no decoding problem: the status error is the stream's own
-// error (Frame.Err), not a malformed frame.
-func (statusDecoder) Err() error { return nil }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,9 +18,10 @@ import (
 	"github.com/llmmetrics/llmmetrics/llmmetricstest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-// How these tests stay deterministic (issue 10): every test has its own
+// How these tests stay deterministic (issues 10, 13): every test has its own
 // servers, its own upstream http.Transport and its own client
 // (srv.Client()), never http.DefaultTransport or http.DefaultClient;
 // servers are closed by t.Cleanup in reverse order of creation (gateway,
@@ -50,6 +52,7 @@ type scripted struct {
 	silence  time.Duration
 	early    bool
 	received chan<- int64 // buffered (1); used when early
+	events   []string     // what to send; nil: events
 }
 
 func (s scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -63,7 +66,11 @@ func (s scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	for i, e := range events {
+	evs := s.events
+	if evs == nil {
+		evs = events
+	}
+	for i, e := range evs {
 		if i == 1 && s.early {
 			n, _ := io.Copy(io.Discard, r.Body)
 			s.received <- n
@@ -96,8 +103,9 @@ type gatewayConfig struct {
 // newGateway starts upstream and a gateway in front of it, each on its own
 // httptest server, with a Transport of its own to the upstream. Cleanup
 // closes them in reverse order: the gateway's server (waiting for its
-// handlers), the transport's idle connections, then the upstream.
-func newGateway(t *testing.T, upstream http.Handler, cfg gatewayConfig) (*httptest.Server, *llmmetricstest.Collector, chan llmmetrics.Record) {
+// handlers), the transport's idle connections, then the upstream. done
+// receives once each request has ended (the Gateway's ServeHTTP returned).
+func newGateway(t *testing.T, upstream http.Handler, cfg gatewayConfig) (*httptest.Server, *llmmetricstest.Collector, chan struct{}) {
 	t.Helper()
 	up := httptest.NewServer(upstream)
 	t.Cleanup(up.Close)
@@ -105,7 +113,7 @@ func newGateway(t *testing.T, upstream http.Handler, cfg gatewayConfig) (*httpte
 }
 
 // newGatewayTo is newGateway for an upstream already running at base.
-func newGatewayTo(t *testing.T, base string, cfg gatewayConfig) (*httptest.Server, *llmmetricstest.Collector, chan llmmetrics.Record) {
+func newGatewayTo(t *testing.T, base string, cfg gatewayConfig) (*httptest.Server, *llmmetricstest.Collector, chan struct{}) {
 	t.Helper()
 	u, err := url.Parse(base)
 	require.NoError(t, err)
@@ -114,21 +122,44 @@ func newGatewayTo(t *testing.T, base string, cfg gatewayConfig) (*httptest.Serve
 	mp, col := llmmetricstest.NewMeterProvider()
 	tracker, err := llmmetrics.NewTracker(append([]llmmetrics.Option{llmmetrics.WithMeterProvider(mp)}, cfg.tracker...)...)
 	require.NoError(t, err)
-	gw := NewGateway(u, tracker)
+	gw := NewGateway(u, tracker, llmmetrics.WithModels("m-test", llmmetricstest.DefaultModel))
 	gw.proxy.Transport = tr
 	if cfg.proxy != nil {
 		cfg.proxy(gw, tr)
 	}
-	records := make(chan llmmetrics.Record, 16)
-	gw.OnRecord = func(r llmmetrics.Record) { records <- r }
-	var h http.Handler = gw
+	done := make(chan struct{}, 16)
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { done <- struct{}{} }()
+		gw.ServeHTTP(w, r)
+	})
 	if cfg.wrap != nil {
-		h = cfg.wrap(gw)
+		h = cfg.wrap(h)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return srv, col, records
+	return srv, col, done
 }
+
+// wait waits for one request to end (the timeout only turns a hang into a
+// failure).
+func wait(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request did not end")
+	}
+}
+
+// outcomes returns the requests counted per outcome.
+func outcomes(t *testing.T, col *llmmetricstest.Collector) map[string]float64 {
+	t.Helper()
+	return col.Collect(t).SumBy(llmmetrics.MetricRequests, llmmetrics.OutcomeKey)
+}
+
+// maxPeek is how much of a JSON request body NewHandler reads ahead (and
+// replays from memory) to find its model: 4 MiB.
+const maxPeek = 4 << 20
 
 const chatBody = `{"model":"m-test","stream":true,"messages":[{"role":"user","content":"hi"}]}`
 
@@ -148,7 +179,7 @@ func post(t *testing.T, ctx context.Context, srv *httptest.Server, body string) 
 
 func TestGatewayForwardsBytesUnchangedAndMeasures(t *testing.T) {
 	clock := llmmetricstest.NewClock(time.Time{})
-	srv, col, records := newGateway(t, scripted{clock: clock, silence: 40 * time.Millisecond}, gatewayConfig{
+	srv, col, done := newGateway(t, scripted{clock: clock, silence: 40 * time.Millisecond}, gatewayConfig{
 		tracker: []llmmetrics.Option{llmmetrics.WithClock(clock.Now)},
 	})
 	resp := post(t, context.Background(), srv, "")
@@ -157,24 +188,21 @@ func TestGatewayForwardsBytesUnchangedAndMeasures(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, strings.Join(events, ""), string(got), "bytes identical")
 
-	rec := <-records
-	assert.Equal(t, llmmetrics.OutcomeOK, rec.Outcome)
-	assert.Equal(t, 2, rec.Chunks, "the role chunk carries no token")
-	assert.Equal(t, 2, rec.OutputTokens)
-	assert.Equal(t, 9, rec.InputTokens)
-	ttft, ok := rec.TTFT()
-	require.True(t, ok)
-	assert.Equal(t, 40*time.Millisecond, ttft, "TTFT is the upstream's silence")
+	wait(t, done)
 
 	m := col.Collect(t)
 	names := llmmetrics.RoleServer.MetricNames()
+	assert.Equal(t, float64(1), m.Value(names.Requests, llmmetrics.OutcomeKey.String("ok"), semconv.GenAIRequestModel("m-test")))
 	assert.Equal(t, uint64(1), m.Count(names.TTFT))
-	assert.Equal(t, float64(1), m.Value(names.Requests))
+	assert.InDelta(t, 0.040, m.Sum(names.TTFT), 1e-9, "TTFT is the upstream's silence")
+	assert.Equal(t, uint64(1), m.Count(names.ITL), "two token chunks (the role chunk carries none): one gap")
+	assert.Equal(t, float64(2), m.Value(names.Tokens, semconv.GenAITokenTypeOutput))
+	assert.Equal(t, float64(9), m.Value(names.Tokens, semconv.GenAITokenTypeInput))
 }
 
 func TestGatewayFlushesEachEvent(t *testing.T) {
 	release := make(chan struct{})
-	srv, _, records := newGateway(t, scripted{release: release}, gatewayConfig{})
+	srv, col, done := newGateway(t, scripted{release: release}, gatewayConfig{})
 	resp := post(t, context.Background(), srv, "")
 	defer resp.Body.Close()
 	br := bufio.NewReader(resp.Body)
@@ -198,12 +226,73 @@ func TestGatewayFlushesEachEvent(t *testing.T) {
 			release <- struct{}{}
 		}
 	}
-	assert.Equal(t, llmmetrics.OutcomeOK, (<-records).Outcome)
+	_, err := io.Copy(io.Discard, br)
+	require.NoError(t, err)
+	wait(t, done)
+	assert.Equal(t, map[string]float64{"ok": 1}, outcomes(t, col))
+}
+
+// TestGatewayClientTTFTFarBelowE2EL measures a slow stream on the client's
+// side, with the library's client transport on a fake clock: the upstream
+// sends one event per release and the clock moves 1s between events (the
+// role chunk, 10 tokens, [DONE]), so a client that gets each event as the
+// upstream sends it measures TTFT 1s and E2EL 10s (start to last token).
+// Any buffering in the gateway would hold the first token until later
+// events (TTFT near E2EL) or hang the test.
+func TestGatewayClientTTFTFarBelowE2EL(t *testing.T) {
+	slow := []string{events[0]}
+	for i := range 10 {
+		slow = append(slow, `data: {"choices":[{"index":0,"delta":{"content":"t`+strconv.Itoa(i)+`"}}]}`+"\n\n")
+	}
+	slow = append(slow, "data: [DONE]\n\n")
+	clock := llmmetricstest.NewClock(time.Time{})
+	release := make(chan struct{})
+	srv, col, done := newGateway(t, scripted{release: release, events: slow}, gatewayConfig{
+		tracker: []llmmetrics.Option{llmmetrics.WithClock(clock.Now)},
+	})
+	cmp, ccol := llmmetricstest.NewMeterProvider()
+	client, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(cmp), llmmetrics.WithClock(clock.Now),
+		llmmetrics.WithRole(llmmetrics.RoleClient))
+	require.NoError(t, err)
+	hc := &http.Client{Transport: llmmetrics.NewTransport(client, srv.Client().Transport)}
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(chatBody))
+	require.NoError(t, err)
+	resp, err := hc.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for i := range slow {
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		blank, err := br.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, slow[i], line+blank, "event %d, read before the upstream may send the next", i)
+		if i < len(slow)-1 {
+			clock.Advance(time.Second)
+			release <- struct{}{}
+		}
+	}
+	_, err = br.ReadByte()
+	require.ErrorIs(t, err, io.EOF) // the client's request ends at EOF
+	wait(t, done)
+
+	cm := ccol.Collect(t)
+	cn := llmmetrics.RoleClient.MetricNames()
+	require.Equal(t, uint64(1), cm.Count(cn.TTFT))
+	ttft, e2el := cm.Sum(cn.TTFT), cm.Sum(cn.E2EL)
+	assert.InDelta(t, 1.0, ttft, 1e-9, "client TTFT: the first token arrived when the upstream sent it")
+	assert.InDelta(t, 10.0, e2el, 1e-9)
+	assert.Less(t, ttft, e2el/5, "client TTFT far below E2EL")
+
+	sm := col.Collect(t)
+	sn := llmmetrics.RoleServer.MetricNames()
+	assert.InDelta(t, 1.0, sm.Sum(sn.TTFT), 1e-9, "the gateway timed it at the same flush")
+	assert.InDelta(t, 10.0, sm.Sum(sn.E2EL), 1e-9, "start to the last token")
 }
 
 func TestGatewayOutcomes(t *testing.T) {
 	t.Run("upstream error status is an Error, passed through", func(t *testing.T) {
-		srv, col, records := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv, col, done := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
 		}), gatewayConfig{})
 		resp := post(t, context.Background(), srv, "")
@@ -211,13 +300,13 @@ func TestGatewayOutcomes(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		assert.Contains(t, string(body), "overloaded")
-		assert.Equal(t, llmmetrics.OutcomeError, (<-records).Outcome)
+		wait(t, done)
 		m := col.Collect(t)
-		assert.Equal(t, float64(1), m.Value(llmmetrics.MetricRequests, llmmetrics.OutcomeKey.String("error")))
+		assert.Equal(t, float64(1), m.Value(llmmetrics.MetricRequests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("503")), "%s", m)
 	})
 	t.Run("a client that goes away is Canceled", func(t *testing.T) {
 		release := make(chan struct{})
-		srv, _, records := newGateway(t, scripted{release: release}, gatewayConfig{})
+		srv, col, done := newGateway(t, scripted{release: release}, gatewayConfig{})
 		ctx, cancel := context.WithCancel(context.Background())
 		resp := post(t, ctx, srv, "")
 		br := bufio.NewReader(resp.Body)
@@ -225,15 +314,11 @@ func TestGatewayOutcomes(t *testing.T) {
 		require.NoError(t, err)
 		cancel()
 		resp.Body.Close()
-		select {
-		case rec := <-records:
-			assert.Equal(t, llmmetrics.OutcomeCanceled, rec.Outcome)
-		case <-time.After(10 * time.Second):
-			t.Fatal("the request did not end when the client left")
-		}
+		wait(t, done)
+		assert.Equal(t, map[string]float64{"canceled": 1}, outcomes(t, col))
 	})
 	t.Run("unreachable upstream is an Error with 502", func(t *testing.T) {
-		mp, _ := llmmetricstest.NewMeterProvider()
+		mp, col := llmmetricstest.NewMeterProvider()
 		tracker, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp))
 		require.NoError(t, err)
 		gw := NewGateway(&url.URL{Scheme: "http", Host: "upstream.invalid"}, tracker)
@@ -241,30 +326,31 @@ func TestGatewayOutcomes(t *testing.T) {
 		gw.proxy.Transport = &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) {
 			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 		}}
-		var rec llmmetrics.Record
-		gw.OnRecord = func(r llmmetrics.Record) { rec = r }
 		w := httptest.NewRecorder()
 		gw.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(chatBody)))
 		assert.Equal(t, http.StatusBadGateway, w.Code)
-		assert.Equal(t, llmmetrics.OutcomeError, rec.Outcome)
+		m := col.Collect(t)
+		assert.Equal(t, float64(1), m.Value(llmmetrics.MetricRequests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("502")), "%s", m)
 	})
 }
 
 func TestGatewayAgainstFakeServer(t *testing.T) {
 	fake := llmmetricstest.NewServer(llmmetricstest.ServerConfig{BaseTPOT: 2 * time.Millisecond, OutputMin: 8, OutputMax: 8})
 	t.Cleanup(fake.Close)
-	srv, _, records := newGatewayTo(t, fake.URL, gatewayConfig{})
+	srv, col, done := newGatewayTo(t, fake.URL, gatewayConfig{})
 
 	body := `{"model":"` + fake.Config().Model + `","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"one two three"}]}`
 	resp := post(t, context.Background(), srv, body)
 	_, err := io.Copy(io.Discard, resp.Body)
 	require.NoError(t, err)
 	resp.Body.Close()
-	rec := <-records
-	assert.Equal(t, llmmetrics.OutcomeOK, rec.Outcome)
-	assert.Equal(t, 8, rec.OutputTokens)
-	assert.Equal(t, 8, rec.Chunks)
-	assert.Equal(t, fake.Stats().PromptTokens, rec.InputTokens)
+	wait(t, done)
+	m := col.Collect(t)
+	names := llmmetrics.RoleServer.MetricNames()
+	assert.Equal(t, map[string]float64{"ok": 1}, m.SumBy(names.Requests, llmmetrics.OutcomeKey))
+	assert.Equal(t, float64(8), m.Value(names.Tokens, semconv.GenAITokenTypeOutput))
+	assert.Equal(t, uint64(7), m.Count(names.ITL), "8 token chunks")
+	assert.Equal(t, float64(fake.Stats().PromptTokens), m.Value(names.Tokens, semconv.GenAITokenTypeInput))
 }
 
 // holdRead wraps the outbound request body as the upstream transport reads
@@ -300,7 +386,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestGatewayStreamsWhileTheTransportStillReadsTheRequestBody pins the
-// interleaving behind the gateway's flaky "unexpected EOF" (issue 10): the
+// interleaving behind the gateway's flaky "unexpected EOF" (issues 10, 13): the
 // gateway's response to its client starts while the upstream transport is
 // still reading the request body. After writing the declared Content-Length
 // the transport always reads once more, to check the body is not longer
@@ -346,7 +432,7 @@ func TestGatewayStreamsWhileTheTransportStillReadsTheRequestBody(t *testing.T) {
 			hold := make(chan struct{})
 			errs := make(chan error, 1)
 			up := scripted{release: release, early: tc.early, received: received}
-			srv, _, records := newGateway(t, up, gatewayConfig{proxy: func(gw *Gateway, tr *http.Transport) {
+			srv, col, done := newGateway(t, up, gatewayConfig{proxy: func(gw *Gateway, tr *http.Transport) {
 				gw.proxy.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
 					r.Body = &holdRead{ReadCloser: r.Body, pass: tc.pass, hold: hold, errs: errs}
 					return tr.RoundTrip(r)
@@ -364,7 +450,8 @@ func TestGatewayStreamsWhileTheTransportStillReadsTheRequestBody(t *testing.T) {
 			got, err := io.ReadAll(resp.Body)
 			require.NoError(t, err)
 			assert.Equal(t, strings.Join(events, ""), string(got))
-			assert.Equal(t, llmmetrics.OutcomeOK, (<-records).Outcome)
+			wait(t, done)
+			assert.Equal(t, map[string]float64{"ok": 1}, outcomes(t, col))
 		})
 	}
 }

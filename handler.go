@@ -1,0 +1,186 @@
+package llmmetrics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+)
+
+// This file holds the server side of the HTTP integration: NewHandler,
+// which measures what an http.Handler answers. Its ResponseWriter wrapper
+// is in handler_writer.go; what it shares with the client side (the
+// options, the request's attributes and model, the choice of a decoder) is
+// in http.go, httpreq.go and transport.go.
+
+// NewHandler returns an http.Handler that measures with t every LLM answer
+// next serves, for a model server or a gateway (use a Tracker with the
+// server role, the default):
+//
+//	mux.Handle("/v1/", llmmetrics.NewHandler(tracker, upstream))
+//
+// Each measured request starts when ServeHTTP is entered and ends exactly
+// once when it returns, whatever happens. next gets a ResponseWriter that
+// passes every byte, header and flush through unchanged and at once; on the
+// side, the bytes next writes are given to a Decoder, chosen when the
+// header is written (by WriteHeader, or by the first Write or Flush) as
+// NewTransport chooses it: from the response's Content-Type (when next sets
+// none, from the type net/http sniffs from the first Write: a body that
+// starts with '{' or '[' is then a JSON answer unless the path tells a
+// stream of JSON values) and the request path (DetectProtocol, WithProtocol,
+// WithDecoder; WithDecoder's function gets a response holding the status
+// and the header next wrote, without a Body). A compressed answer
+// (Content-Encoding) is not decoded.
+//
+// Timing. net/http buffers what a handler writes until it flushes, so a
+// token-carrying frame is timed when it is flushed to the client: its token
+// count is held (never its bytes) and recorded at the next Flush (or
+// FlushError, or http.ResponseController's Flush), at the time of that
+// Flush. Reasoning frames (Frame.Reasoning) are held apart and recorded
+// with ReasoningChunkAt, so TTFO is the flush of the first answer token.
+// Frames flushed together arrive together (one TTFT or ITL gap, then gaps
+// of 0, as a client reading them in one Read sees them). A
+// handler that never flushes is timed at return: net/http sends what it
+// buffered when ServeHTTP returns, so its frames are recorded then (TTFT
+// then equals E2EL, which is what its client sees unless more than net/http's
+// 4 KiB buffer was written). httputil.ReverseProxy flushes after every write
+// of an event stream.
+//
+// The request ends when ServeHTTP returns (held frames and the usage seen
+// are applied first):
+//
+//   - status 400 or more written by next: OutcomeError with error.type the
+//     status code ("500"), as an *HTTPStatusError; the error body is not
+//     decoded;
+//   - an error object in the stream (Frame.Err): OutcomeError with the
+//     stream's error;
+//   - the client went away before the end (the request's context is done,
+//     or a Write or Flush failed) and the protocol's end marker ([DONE],
+//     message_stop, …) was not written: OutcomeCanceled;
+//   - next panicked with http.ErrAbortHandler (as ReverseProxy does when
+//     the upstream or the client breaks off): OutcomeCanceled; any other
+//     panic: OutcomeError with error.type "panic". The panic goes on (it is
+//     re-panicked with the same value) after the request has ended;
+//   - otherwise OutcomeOK (1xx, 3xx and bodies without frames included:
+//     outcome and E2EL only). A non-streaming JSON answer has its E2EL and
+//     the token counts of its usage (NewJSONDecoder), no TTFT, TPOT or ITL.
+//
+// Attributes: gen_ai.operation.name from the path, gen_ai.provider.name
+// from the protocol (or a well-known Host), gen_ai.request.model from the
+// request body's "model" (or Gemini's path), then WithRequestAttributes.
+// To read the model, a JSON request body is read whole before next runs
+// (at most 4 MiB; not when the Tracker's attributes name the model) and
+// next gets a shallow copy of the request whose Body returns the same
+// bytes from memory, so nothing downstream (a proxy's transport still
+// reading it while the answer streams back) reads a body the server has
+// already closed; the rest of a longer body follows from the connection.
+// Whoever sends the requests chooses the model names, so they must not
+// grow the number of series: names outside WithModels' allowlist become
+// "_OTHER", and without WithModels every name does (a server knows the
+// models it serves; WithRequestAttributes can map requests to attributes
+// of its own, which it must keep low-cardinality). WithIncludeUsage does
+// not apply to a server. Only POST requests are measured unless WithFilter
+// says otherwise; the others, and all requests when t is nil, go to next
+// untouched.
+//
+// The ResponseWriter next gets has Flush, FlushError and Unwrap (so
+// http.ResponseController's SetReadDeadline, SetWriteDeadline and
+// EnableFullDuplex reach the server's own writer), and Hijack, Push and
+// ReadFrom only when the writer it wraps has them. Its ReadFrom keeps the
+// wrapped writer's zero-copy path (sendfile, splice) for an answer that is
+// not decoded (an error status, a compressed body); an answer that is
+// decoded is copied through Write, since the decoder must see its bytes.
+//
+// The returned Handler is safe for concurrent use if next is.
+func NewHandler(t *Tracker, next http.Handler, opts ...HTTPOption) http.Handler {
+	c := newHTTPCore(t, opts)
+	c.cfg.includeUsage = false // the request is the client's, not ours to change
+	c.wholeBody = true
+	if c.cfg.models == nil {
+		c.cfg.models = map[string]string{} // every client-supplied name folds into "_OTHER"
+	}
+	return &handler{core: c, next: next}
+}
+
+type handler struct {
+	core *httpCore
+	next http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c := h.core
+	if c.t == nil || !c.cfg.filter(r) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	start := c.t.cfg.now()
+	ep := c.endpointOf(r)
+	in, model := c.prepare(r, ep)
+	rw := &respWriter{w: w, core: c, r: in, ep: ep}
+	rw.req = c.t.StartAt(r.Context(), start, c.attrs(r, ep, model)...)
+	rw.emit = rw.apply
+	defer func() {
+		p := recover()
+		rw.end(p)
+		if p != nil {
+			panic(p)
+		}
+	}()
+	h.next.ServeHTTP(rw.wrap(), in)
+}
+
+// end ends the request when ServeHTTP returns, after a panic p if not nil.
+func (rw *respWriter) end(p any) {
+	if rw.dec != nil {
+		rw.dec.Flush(rw.emit)
+	}
+	now := rw.core.t.cfg.now()
+	if rw.holding() {
+		rw.release(now) // net/http sends what was not flushed as the handler returns
+	}
+	rw.req.EndAt(now, rw.endErr(p))
+}
+
+// endErr is the error the request ends with; see NewHandler.
+func (rw *respWriter) endErr(p any) error {
+	switch {
+	case p != nil:
+		if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+			return errAborted
+		}
+		return &panicError{v: p}
+	case rw.status >= 400:
+		return &HTTPStatusError{StatusCode: rw.status}
+	case rw.streamErr != nil:
+		return rw.streamErr
+	case rw.sawDone:
+		return nil // complete, even if the client left right after the end
+	}
+	if err := rw.req.ctx.Err(); err != nil {
+		return err
+	}
+	if rw.writeErr != nil {
+		return fmt.Errorf("llmmetrics: the client went away: %w: %w", context.Canceled, rw.writeErr)
+	}
+	return nil
+}
+
+// errAborted ends a request whose handler panicked with
+// http.ErrAbortHandler. It wraps context.Canceled: OutcomeCanceled.
+var errAborted = abortError{}
+
+type abortError struct{}
+
+func (abortError) Error() string {
+	return "llmmetrics: the handler aborted the response (http.ErrAbortHandler)"
+}
+func (abortError) Unwrap() error { return context.Canceled }
+
+// panicError ends a request whose handler panicked (not with
+// http.ErrAbortHandler): OutcomeError with error.type "panic".
+type panicError struct{ v any }
+
+func (e *panicError) Error() string { return fmt.Sprintf("llmmetrics: the handler panicked: %v", e.v) }
+
+// ErrorType returns "panic", the error.type of the request.
+func (e *panicError) ErrorType() string { return "panic" }

@@ -1,0 +1,602 @@
+package llmmetrics
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+)
+
+// serverTracker returns a server-role Tracker on a fresh SDK provider and a
+// manual clock (advance it with *now), whose window keeps every ended
+// request (read them with ended).
+func serverTracker(t *testing.T, opts ...Option) (*Tracker, *sdkmetric.ManualReader, *time.Time) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	now := new(time.Time)
+	*now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tr, err := NewTracker(append([]Option{WithMeterProvider(mp), WithClock(func() time.Time { return *now }), WithWindow(100, 0)}, opts...)...)
+	require.NoError(t, err)
+	return tr, reader, now
+}
+
+// sse returns one OpenAI chat completion chunk event with content c ("" for
+// a role-only chunk).
+func sseChunk(c string) string {
+	if c == "" {
+		return `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}` + "\n\n"
+	}
+	return `data: {"choices":[{"index":0,"delta":{"content":"` + c + `"}}]}` + "\n\n"
+}
+
+const sseUsage = `data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}` + "\n\n"
+
+// serve runs h on a POST of body to path, with an in-memory recorder.
+func serve(h http.Handler, path, body string) *httptest.ResponseRecorder {
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, path, strings.NewReader(body)))
+	return w
+}
+
+func TestHandlerTimesFramesAtTheFlushThatSendsThem(t *testing.T) {
+	tr, _, now := serverTracker(t)
+	ms := time.Millisecond
+	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, sseChunk("")) // no token
+		*now = now.Add(10 * ms)
+		io.WriteString(w, sseChunk("A")) // written at 10ms …
+		*now = now.Add(5 * ms)
+		w.(http.Flusher).Flush() // … sent at 15ms: TTFT
+		io.WriteString(w, sseChunk("B"))
+		io.WriteString(w, sseChunk("C"))
+		*now = now.Add(20 * ms)
+		require.NoError(t, http.NewResponseController(w).Flush()) // both at 35ms
+		io.WriteString(w, sseChunk("D"))
+		*now = now.Add(4 * ms)
+		io.WriteString(w, sseUsage+"data: [DONE]\n\n")
+		*now = now.Add(1 * ms) // D is never flushed: sent at return, 40ms
+	}))
+	w := serve(h, "/v1/chat/completions", `{"model":"m","stream":true}`)
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, sseChunk("")+sseChunk("A")+sseChunk("B")+sseChunk("C")+sseChunk("D")+sseUsage+"data: [DONE]\n\n", w.Body.String(), "bytes unchanged")
+
+	recs := ended(tr)
+	require.Len(t, recs, 1)
+	rec := recs[0]
+	assert.Equal(t, OutcomeOK, rec.Outcome)
+	ttft, _ := rec.TTFT()
+	e2el, _ := rec.E2EL()
+	assert.Equal(t, 15*ms, ttft)
+	assert.Equal(t, 40*ms, e2el)
+	assert.Equal(t, 4, rec.Chunks)
+	assert.Equal(t, []time.Duration{20 * ms, 0, 5 * ms}, rec.ITL, "B and C flushed together; D at return")
+	assert.Equal(t, 5, rec.OutputTokens, "the usage wins")
+	assert.Equal(t, 7, rec.InputTokens)
+}
+
+func TestHandlerThatNeverFlushesIsTimedAtReturn(t *testing.T) {
+	tr, _, now := serverTracker(t)
+	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, c := range []string{"a", "b", "c"} {
+			*now = now.Add(time.Millisecond)
+			io.WriteString(w, sseChunk(c))
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+		*now = now.Add(time.Millisecond)
+	}))
+	serve(h, "/v1/chat/completions", `{}`)
+	rec := ended(tr)[0]
+	ttft, _ := rec.TTFT()
+	assert.Equal(t, 4*time.Millisecond, ttft, "what net/http buffered is sent at return")
+	assert.Equal(t, 3, rec.Chunks)
+	assert.Equal(t, 3, rec.OutputTokens)
+	assert.Equal(t, []time.Duration{0, 0}, rec.ITL)
+}
+
+func TestHandlerOutcomes(t *testing.T) {
+	type want struct {
+		outcome Outcome
+		errType string
+		output  int
+		input   int
+		hasTTFT bool
+		repanic any
+		chunks  int
+	}
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name      string
+		path      string
+		handler   http.HandlerFunc
+		cancelCtx bool // the client's context is done when next runs
+		want      want
+	}{
+		{name: "500 is an Error with its code", path: "/v1/chat/completions",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, `{"error":{"message":"down","type":"server_error"}}`, http.StatusInternalServerError)
+			},
+			want: want{outcome: OutcomeError, errType: "500"}},
+		{name: "429 is an Error with its code", path: "/v1/messages",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"usage":{"input_tokens":3,"output_tokens":4}}`)
+			},
+			want: want{outcome: OutcomeError, errType: "429"}},
+		{name: "an error object in the stream is an Error", path: "/v1/chat/completions",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, sseChunk("x"))
+				io.WriteString(w, `data: {"error":{"message":"oops","type":"server_error"}}`+"\n\n")
+			},
+			want: want{outcome: OutcomeError, errType: "server_error", output: 1, chunks: 1, hasTTFT: true}},
+		{name: "a non-streaming JSON answer: usage, no TTFT", path: "/v1/chat/completions",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":11,"completion_tokens":22}}`)
+			},
+			want: want{outcome: OutcomeOK, output: 22, input: 11}},
+		{name: "a JSON answer without a Content-Type is sniffed", path: "/v1/messages",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				io.WriteString(w, ` {"content":[],"usage":{"input_tokens":3,"output_tokens":4,"cache_read_input_tokens":2}}`)
+			},
+			want: want{outcome: OutcomeOK, output: 4, input: 5}},
+		{name: "WriteHeader without a Content-Type, then JSON: sniffed at the first Write", path: "/v1/chat/completions",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusOK)
+				io.WriteString(w, `{"usage":{"prompt_tokens":2,"completion_tokens":6}}`)
+			},
+			want: want{outcome: OutcomeOK, output: 6, input: 2}},
+		{name: "ErrAbortHandler is Canceled and re-panicked", path: "/v1/chat/completions",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, sseChunk("x"))
+				panic(http.ErrAbortHandler)
+			},
+			want: want{outcome: OutcomeCanceled, errType: "canceled", output: 1, chunks: 1, hasTTFT: true, repanic: http.ErrAbortHandler}},
+		{name: "another panic is an Error and re-panicked", path: "/v1/chat/completions",
+			handler: func(w http.ResponseWriter, r *http.Request) { panic(boom) },
+			want:    want{outcome: OutcomeError, errType: "panic", repanic: boom}},
+		{name: "the client went away: Canceled", path: "/v1/chat/completions", cancelCtx: true,
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, sseChunk("x"))
+			},
+			want: want{outcome: OutcomeCanceled, errType: "canceled", output: 1, chunks: 1, hasTTFT: true}},
+		{name: "the client went away after [DONE]: OK", path: "/v1/chat/completions", cancelCtx: true,
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, sseChunk("x")+"data: [DONE]\n\n")
+			},
+			want: want{outcome: OutcomeOK, output: 1, chunks: 1, hasTTFT: true}},
+		{name: "a failed write: the client went away", path: "/v1/chat/completions",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, sseChunk("x"))
+			},
+			want: want{outcome: OutcomeCanceled, errType: "canceled"}},
+		{name: "an Anthropic stream", path: "/v1/messages",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n")
+				io.WriteString(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n")
+				io.WriteString(w, "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{},\"usage\":{\"output_tokens\":3}}\n\n")
+				io.WriteString(w, "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+			},
+			want: want{outcome: OutcomeOK, output: 3, input: 9, chunks: 1, hasTTFT: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, reader, _ := serverTracker(t)
+			h := NewHandler(tr, tc.handler)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancelCtx {
+				cancel()
+			}
+			var w http.ResponseWriter = httptest.NewRecorder()
+			if tc.name == "a failed write: the client went away" {
+				w = failingWriter{httptest.NewRecorder()}
+			}
+			r := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(`{"model":"m"}`)).WithContext(ctx)
+			var got any
+			func() {
+				defer func() { got = recover() }()
+				h.ServeHTTP(w, r)
+			}()
+			assert.Equal(t, tc.want.repanic, got, "the panic goes on")
+			recs := ended(tr)
+			require.Len(t, recs, 1, "ended exactly once")
+			rec := recs[0]
+			assert.Equal(t, tc.want.outcome, rec.Outcome)
+			assert.Equal(t, tc.want.output, rec.OutputTokens)
+			assert.Equal(t, tc.want.input, rec.InputTokens)
+			assert.Equal(t, tc.want.chunks, rec.Chunks)
+			_, hasTTFT := rec.TTFT()
+			assert.Equal(t, tc.want.hasTTFT, hasTTFT)
+			assert.Equal(t, tc.want.errType, requestsErrorType(t, reader))
+		})
+	}
+}
+
+// failingWriter is a ResponseWriter whose writes fail, as they do once the
+// client has gone.
+type failingWriter struct{ *httptest.ResponseRecorder }
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("write: broken pipe") }
+
+// requestsErrorType returns the error.type of the one requests data point
+// ("" when it has none).
+func requestsErrorType(t *testing.T, reader *sdkmetric.ManualReader) string {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != MetricRequests {
+				continue
+			}
+			pts := m.Data.(metricdata.Sum[int64]).DataPoints
+			require.Len(t, pts, 1)
+			v, _ := pts[0].Attributes.Value(semconv.ErrorTypeKey)
+			return v.AsString()
+		}
+	}
+	t.Fatal("no requests metric")
+	return ""
+}
+
+func TestHandlerPassesTheRequestThrough(t *testing.T) {
+	body := `{"messages":[{"role":"user","content":"hi"}],"model":"gpt-x","stream":true}`
+	for _, tc := range []struct {
+		name  string
+		opts  []HTTPOption
+		model string
+	}{
+		{name: "no allowlist: _OTHER", model: "_OTHER"},
+		{name: "allowlisted", opts: []HTTPOption{WithModels("gpt-x")}, model: "gpt-x"},
+		{name: "not allowlisted", opts: []HTTPOption{WithModels("gpt-y")}, model: "_OTHER"},
+		{name: "WithRequestAttributes maps the request", opts: []HTTPOption{WithRequestAttributes(func(r *http.Request) []attribute.KeyValue {
+			return []attribute.KeyValue{semconv.GenAIRequestModel("tenant-" + r.Header.Get("X-Tier"))}
+		})}, model: "tenant-gold"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, reader, _ := serverTracker(t)
+			var got string
+			h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, err := io.ReadAll(r.Body)
+				require.NoError(t, err)
+				got = string(b)
+				w.WriteHeader(http.StatusNoContent)
+			}), tc.opts...)
+			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+			r.Header.Set("X-Tier", "gold")
+			h.ServeHTTP(httptest.NewRecorder(), r)
+			assert.Equal(t, body, got, "next reads the same bytes")
+			var rm metricdata.ResourceMetrics
+			require.NoError(t, reader.Collect(context.Background(), &rm))
+			attrs := requestAttrs(t, rm)
+			assert.Equal(t, tc.model, attrs[string(semconv.GenAIRequestModelKey)])
+			assert.Equal(t, "chat", attrs[string(semconv.GenAIOperationNameKey)])
+			assert.Equal(t, "openai", attrs[string(semconv.GenAIProviderNameKey)])
+		})
+	}
+}
+
+// requestAttrs returns the attributes of the one requests data point.
+func requestAttrs(t *testing.T, rm metricdata.ResourceMetrics) map[string]string {
+	t.Helper()
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == MetricRequests {
+				pts := m.Data.(metricdata.Sum[int64]).DataPoints
+				require.Len(t, pts, 1)
+				out := map[string]string{}
+				for _, kv := range pts[0].Attributes.ToSlice() {
+					out[string(kv.Key)] = kv.Value.String()
+				}
+				return out
+			}
+		}
+	}
+	t.Fatal("no requests metric")
+	return nil
+}
+
+func TestHandlerFilterAndNilTracker(t *testing.T) {
+	inner := httptest.NewRecorder()
+	var gotW http.ResponseWriter
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { gotW = w })
+	tr, _, _ := serverTracker(t)
+	NewHandler(tr, next).ServeHTTP(inner, httptest.NewRequest(http.MethodGet, "/v1/models", nil))
+	assert.Same(t, inner, gotW, "a GET goes to next untouched")
+	assert.Empty(t, ended(tr))
+	NewHandler(nil, next).ServeHTTP(inner, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil))
+	assert.Same(t, inner, gotW, "a nil Tracker measures nothing")
+}
+
+// TestHandlerCardinalityBounded sends 100,000 distinct model names: the
+// number of exported series stays bounded by the allowlist.
+func TestHandlerCardinalityBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 requests")
+	}
+	for _, tc := range []struct {
+		name   string
+		opts   []HTTPOption
+		models int // distinct gen_ai.request.model values exported
+	}{
+		{name: "no allowlist", models: 1},
+		{name: "allowlist of two", opts: []HTTPOption{WithModels("model-1", "model-2")}, models: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, reader, _ := serverTracker(t)
+			h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
+			}), tc.opts...)
+			w := httptest.NewRecorder()
+			for i := range 100_000 {
+				w.Body.Reset()
+				h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+					strings.NewReader(`{"model":"model-`+strconv.Itoa(i)+`"}`)))
+			}
+			var rm metricdata.ResourceMetrics
+			require.NoError(t, reader.Collect(context.Background(), &rm))
+			models := map[string]bool{}
+			points := 0
+			for _, sm := range rm.ScopeMetrics {
+				for _, m := range sm.Metrics {
+					var attrs []attribute.Set
+					switch d := m.Data.(type) {
+					case metricdata.Sum[int64]:
+						for _, p := range d.DataPoints {
+							attrs = append(attrs, p.Attributes)
+						}
+					case metricdata.Sum[float64]:
+						for _, p := range d.DataPoints {
+							attrs = append(attrs, p.Attributes)
+						}
+					case metricdata.Histogram[float64]:
+						for _, p := range d.DataPoints {
+							attrs = append(attrs, p.Attributes)
+						}
+					case metricdata.Histogram[int64]:
+						for _, p := range d.DataPoints {
+							attrs = append(attrs, p.Attributes)
+						}
+					}
+					for _, a := range attrs {
+						points++
+						v, _ := a.Value(semconv.GenAIRequestModelKey)
+						models[v.AsString()] = true
+					}
+				}
+			}
+			assert.Len(t, models, tc.models, "%v", models)
+			// Per model: requests, active, E2EL, input and output tokens.
+			assert.LessOrEqual(t, points, 5*tc.models)
+			assert.Positive(t, points)
+		})
+	}
+}
+
+// TestHandlerResponseController drives http.ResponseController through the
+// wrapper on a real server, and checks it exposes exactly the optional
+// interfaces of the server's writer.
+func TestHandlerResponseController(t *testing.T) {
+	tr, _, _ := serverTracker(t)
+	type result struct {
+		flush, deadline, duplex      error
+		hijacker, pusher, readerFrom bool
+	}
+	results := make(chan result, 1)
+	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		var res result
+		res.duplex = rc.EnableFullDuplex()
+		res.deadline = rc.SetWriteDeadline(time.Now().Add(time.Minute))
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, sseChunk("x"))
+		res.flush = rc.Flush()
+		_, res.hijacker = w.(http.Hijacker)
+		_, res.pusher = w.(http.Pusher)
+		_, res.readerFrom = w.(io.ReaderFrom)
+		// ReadFrom of a decoded answer goes through the decoder.
+		_, err := w.(io.ReaderFrom).ReadFrom(strings.NewReader(sseChunk("y") + "data: [DONE]\n\n"))
+		require.NoError(t, err)
+		results <- res
+	}))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	resp, err := srv.Client().Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, sseChunk("x")+sseChunk("y")+"data: [DONE]\n\n", string(b))
+	res := <-results
+	assert.NoError(t, res.flush)
+	assert.NoError(t, res.deadline)
+	assert.NoError(t, res.duplex)
+	assert.True(t, res.hijacker, "HTTP/1's writer can hijack")
+	assert.False(t, res.pusher, "HTTP/1's writer cannot push")
+	assert.True(t, res.readerFrom)
+	srv.Close() // waits for the handler, hence for the End
+	rec := ended(tr)[0]
+	assert.Equal(t, 2, rec.Chunks)
+	assert.Equal(t, OutcomeOK, rec.Outcome)
+
+	// An in-memory recorder has Flush only.
+	var w http.ResponseWriter
+	NewHandler(tr, http.HandlerFunc(func(ww http.ResponseWriter, r *http.Request) { w = ww })).
+		ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", nil))
+	_, ok := w.(http.Hijacker)
+	assert.False(t, ok)
+	_, ok = w.(io.ReaderFrom)
+	assert.False(t, ok)
+	_, ok = w.(http.Flusher)
+	assert.True(t, ok)
+	assert.ErrorIs(t, http.NewResponseController(w).SetWriteDeadline(time.Time{}), http.ErrNotSupported)
+}
+
+// TestHandlerFlushReachesTheClient checks on a real server that each event
+// reaches the client at the flush after it, while the handler waits.
+func TestHandlerFlushReachesTheClient(t *testing.T) {
+	tr, _, _ := serverTracker(t)
+	release := make(chan struct{})
+	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, c := range []string{"a", "b", "c"} {
+			io.WriteString(w, sseChunk(c))
+			w.(http.Flusher).Flush()
+			<-release
+		}
+	}))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	resp, err := srv.Client().Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for _, c := range []string{"a", "b", "c"} {
+		line, err := br.ReadString('\n')
+		require.NoError(t, err)
+		blank, err := br.ReadString('\n')
+		require.NoError(t, err)
+		assert.Equal(t, sseChunk(c), line+blank, "read while the handler still waits")
+		release <- struct{}{}
+	}
+}
+
+// closeTracker is a request body that records whether it was closed and
+// fails reads after Close, as a server's body does.
+type closeTracker struct {
+	io.Reader
+	closed bool
+}
+
+func (b *closeTracker) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, errors.New("http: invalid Read on closed Body")
+	}
+	return b.Reader.Read(p)
+}
+
+func (b *closeTracker) Close() error { b.closed = true; return nil }
+
+// TestHandlerReplaysTheBodyFromMemory: the request body is read whole
+// before next runs (even when "model" comes first), so next can read it
+// after the server has closed the inbound body.
+func TestHandlerReplaysTheBodyFromMemory(t *testing.T) {
+	tr, _, _ := serverTracker(t)
+	body := `{"model":"m","messages":[` + strings.Repeat(`{"role":"user","content":"hi"},`, 500) + `{}]}`
+	in := &closeTracker{Reader: iotest.OneByteReader(strings.NewReader(body))}
+	var got string
+	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in.closed = true // as net/http does once the response starts, without full duplex
+		b, err := io.ReadAll(r.Body)
+		require.NoError(t, err)
+		got = string(b)
+	}))
+	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	r.Body, r.ContentLength = in, -1
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	assert.Equal(t, body, got)
+}
+
+// TestHandlerReadFromUndecoded: an answer that is not decoded (an error
+// status) goes to the server writer's own ReadFrom, and still counts.
+func TestHandlerReadFromUndecoded(t *testing.T) {
+	tr, _, _ := serverTracker(t)
+	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		rf, ok := w.(io.ReaderFrom)
+		require.True(t, ok)
+		n, err := rf.ReadFrom(strings.NewReader(`{"error":{"message":"busy"}}`))
+		require.NoError(t, err)
+		assert.Equal(t, int64(28), n)
+	}))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	resp, err := srv.Client().Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, `{"error":{"message":"busy"}}`, string(b))
+	srv.Close() // waits for the handler
+	recs := ended(tr)
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomeError, recs[0].Outcome)
+}
+
+// TestHandlerReasoningFrames: reasoning and answer frames are held apart,
+// so TTFT is at the flush of the first thought and TTFO at the flush of
+// the first answer token.
+func TestHandlerReasoningFrames(t *testing.T) {
+	tr, _, now := serverTracker(t)
+	ev := func(name, data string) string { return "event: " + name + "\ndata: " + data + "\n\n" }
+	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		io.WriteString(w, ev("message_start", `{"type":"message_start","message":{"usage":{"input_tokens":4,"output_tokens":1}}}`))
+		*now = now.Add(10 * time.Millisecond)
+		io.WriteString(w, ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`))
+		io.WriteString(w, ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":" so"}}`))
+		f.Flush() // two thoughts at 10ms
+		*now = now.Add(30 * time.Millisecond)
+		io.WriteString(w, ev("content_block_delta", `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Yes"}}`))
+		f.Flush() // the answer at 40ms
+		io.WriteString(w, ev("message_delta", `{"type":"message_delta","delta":{},"usage":{"output_tokens":9}}`))
+		io.WriteString(w, ev("message_stop", `{"type":"message_stop"}`))
+	}))
+	serve(h, "/v1/messages", `{"model":"m"}`)
+	rec := ended(tr)[0]
+	ttft, _ := rec.TTFT()
+	assert.Equal(t, 10*time.Millisecond, ttft, "at the first thought")
+	assert.Equal(t, rec.Start.Add(40*time.Millisecond), rec.FirstOutput, "at the first answer token")
+	assert.Equal(t, 3, rec.Chunks)
+	assert.Equal(t, 9, rec.OutputTokens)
+	assert.Equal(t, OutcomeOK, rec.Outcome)
+}
+
+// TestHandlerWriterThatCannotFlush: FlushError reports
+// http.ErrNotSupported and the frames stay held until the end.
+func TestHandlerWriterThatCannotFlush(t *testing.T) {
+	tr, _, now := serverTracker(t)
+	var flushErr error
+	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		*now = now.Add(time.Millisecond)
+		io.WriteString(w, sseChunk("a"))
+		flushErr = http.NewResponseController(w).Flush()
+		*now = now.Add(time.Millisecond)
+	}))
+	h.ServeHTTP(struct{ http.ResponseWriter }{httptest.NewRecorder()},
+		httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(`{}`)))
+	assert.ErrorIs(t, flushErr, http.ErrNotSupported)
+	rec := ended(tr)[0]
+	ttft, _ := rec.TTFT()
+	assert.Equal(t, 2*time.Millisecond, ttft, "held until the end")
+	assert.Equal(t, 1, rec.Chunks)
+}
