@@ -889,6 +889,7 @@ func TestProtocolsStream(t *testing.T) {
 					assert.Equal(t, wantTypes(w.name, n, length), a.types)
 					assert.True(t, a.complete, "the end marker arrived")
 					assert.Equal(t, finishes[w.name][map[bool]int{false: 0, true: 1}[length]], a.finish)
+					synctest.Wait() // the scheduler finishes its step before Stats is read
 					st := s.Stats()
 					assert.Equal(t, Stats{Requests: 1, OK: 1, PromptTokens: 100, CompletionTokens: n, Steps: n, MaxRunning: 1}, st)
 					assert.Equal(t, st.CompletionTokens, a.tokens, "token events")
@@ -929,6 +930,7 @@ func TestProtocolsNonStreaming(t *testing.T) {
 						n = 2
 					}
 					assert.Equal(t, finishes[w.name][map[bool]int{false: 0, true: 1}[length]], a.finish)
+					synctest.Wait() // the scheduler finishes its step before Stats is read
 					st := s.Stats()
 					assert.Equal(t, Stats{Requests: 1, OK: 1, PromptTokens: 100, CompletionTokens: n, Steps: n, MaxRunning: 1}, st)
 					assert.Equal(t, st.CompletionTokens, a.out, "usage output tokens")
@@ -974,6 +976,7 @@ func TestProtocolsRejected(t *testing.T) {
 						kind, msg := w.errorOf(t, a.raw)
 						assert.Equal(t, tt.kind, kind)
 						assert.True(t, strings.HasPrefix(msg, "llmmetricstest: "), msg)
+						synctest.Wait() // the scheduler finishes its step before Stats is read
 						assert.Equal(t, tt.stats, s.Stats())
 					})
 				})
@@ -1010,6 +1013,7 @@ func TestProtocolsBadRequests(t *testing.T) {
 				kind, msg = w.errorOf(t, a.raw)
 				assert.Equal(t, kinds[w.name][1], kind)
 				assert.Contains(t, msg, `"other-model" does not exist`)
+				synctest.Wait() // the scheduler finishes its step before Stats is read
 				assert.Equal(t, Stats{Requests: 2, BadRequests: 2}, s.Stats())
 			})
 		})
@@ -1050,6 +1054,7 @@ func TestProtocolsStreamFaults(t *testing.T) {
 						s := NewInMemoryServer(cfg)
 						a := post(context.Background(), t, s, w.path(true), w.body(true, 0))
 						s.Close()
+						synctest.Wait() // the scheduler finishes its step before Stats is read
 						st := s.Stats()
 						if cut && a.status == 0 {
 							// Ollama's headers come with the first token: a cut
@@ -1112,6 +1117,7 @@ func TestProtocolsShareOneScheduler(t *testing.T) {
 				assert.Equal(t, time.Duration(i)*40*time.Millisecond+20*time.Millisecond, a.tokenTimes[0].Sub(start), w.name)
 				tokens += a.tokens
 			}
+			synctest.Wait() // the scheduler finishes its step before Stats is read
 			st := s.Stats()
 			assert.Equal(t, tokens, st.CompletionTokens)
 			assert.Equal(t, len(wires)*100, st.PromptTokens)
@@ -1142,6 +1148,7 @@ func TestProtocolsShareOneScheduler(t *testing.T) {
 				// (each joined the batch at its first or second step).
 				assert.Equal(t, step, a.tokenTimes[9].Sub(a.tokenTimes[8]), "%s: a step decodes the whole batch", w.name)
 			}
+			synctest.Wait() // the scheduler finishes its step before Stats is read
 			st := s.Stats()
 			assert.Equal(t, len(wires), st.MaxRunning)
 			assert.Equal(t, len(wires)*20, st.CompletionTokens)

@@ -575,6 +575,11 @@ func (s *Server) stepDuration() time.Duration {
 // finishStep gives every request in the batch its next token, retires the
 // finished ones and preempts the newest while the KV cache overflows.
 func (s *Server) finishStep() {
+	// The step is counted before any request hears of its token: a client
+	// that reads Stats right after its last token sees that step.
+	s.mu.Lock()
+	s.stats.Steps++
+	s.mu.Unlock()
 	out := s.running[:0]
 	used := 0
 	for _, j := range s.running {
@@ -605,10 +610,11 @@ func (s *Server) finishStep() {
 		s.waiting = append([]*job{j}, s.waiting...)
 		preempted++
 	}
-	s.mu.Lock()
-	s.stats.Steps++
-	s.stats.Preemptions += preempted
-	s.mu.Unlock()
+	if preempted > 0 {
+		s.mu.Lock()
+		s.stats.Preemptions += preempted
+		s.mu.Unlock()
+	}
 }
 
 // errServerClosed reports a request made after Close.
