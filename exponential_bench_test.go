@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 	"time"
 
@@ -26,8 +25,9 @@ import (
 // Record alone with those values. On a shared machine the load changes
 // between sub-benchmarks; "interleaved" is the robust figure: it alternates
 // blocks of 64 ChunkAt on two Trackers, explicit and exponential (in
-// turn first), timing each block, and reports the median block of each as
-// a cost per chunk, and their ratio, from the same seconds of one run.
+// turn first; see interleave), timing each block, and reports the median
+// block of each as a cost per chunk, and the median per-round ratio, from
+// the same seconds of one run.
 func BenchmarkChunkExponential(b *testing.B) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -88,45 +88,23 @@ func BenchmarkChunkExponential(b *testing.B) {
 	}
 	b.Run("interleaved", func(b *testing.B) {
 		const block = 64
-		var trs [2]*Tracker
-		var reqs [2]*Request
-		at := [2]time.Time{time.Now(), time.Now()}
+		var blocks [2]func()
 		for k, agg := range aggs {
-			trs[k], _ = NewTracker(WithMeterProvider(provider(b, agg.opts)), WithAttributes(staticAttrs...), WithKeepITL(false))
-			reqs[k] = trs[k].StartAt(ctx, at[k])
-		}
-		// Block times go to two rings; the medians ignore the blocks a
-		// preemption or a GC landed in, which a sum would not.
-		var blocks [2][]time.Duration
-		for k := range blocks {
-			blocks[k] = make([]time.Duration, 1<<14)
-		}
-		i, round := 0, 0
-		b.ReportAllocs()
-		for b.Loop() {
-			for j := range 2 {
-				k := j ^ (round & 1) // who goes first alternates
-				r, t, gi := reqs[k], at[k], i
-				start := time.Now()
+			tr, _ := NewTracker(WithMeterProvider(provider(b, agg.opts)), WithAttributes(staticAttrs...), WithKeepITL(false))
+			at := time.Now()
+			r, i := tr.StartAt(ctx, at), 0
+			blocks[k] = func() {
 				for range block {
-					t = t.Add(gaps[gi&4095])
-					r.ChunkAt(t, 1)
-					gi++
+					at = at.Add(gaps[i&4095])
+					r.ChunkAt(at, 1)
+					i++
 				}
-				blocks[k][round&(1<<14-1)] = time.Since(start)
-				at[k] = t
 			}
-			i += block
-			round++
 		}
-		var med [2]float64
-		for k := range blocks {
-			d := blocks[k][:min(round, 1<<14)]
-			slices.Sort(d)
-			med[k] = float64(d[len(d)/2].Nanoseconds()) / block
-		}
-		b.ReportMetric(med[0], "ns/chunk-explicit")
-		b.ReportMetric(med[1], "ns/chunk-exponential")
-		b.ReportMetric(med[1]/med[0], "exponential/explicit")
+		b.ReportAllocs()
+		t := interleave(b, blocks[:]...)
+		b.ReportMetric(perUnit(t.median(0), block), "ns/chunk-explicit")
+		b.ReportMetric(perUnit(t.median(1), block), "ns/chunk-exponential")
+		b.ReportMetric(t.ratio(over(1)), "exponential/explicit")
 	})
 }

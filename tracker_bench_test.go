@@ -2,6 +2,7 @@ package llmmetrics
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -60,6 +61,32 @@ func BenchmarkChunk(b *testing.B) {
 		for b.Loop() {
 			r.Chunk(1)
 		}
+	})
+	// The robust figure on a shared machine: blocks of 64 floor chunks and
+	// 64 Chunks alternate (see interleave); Chunk/floor is the median of
+	// the per-round ratios.
+	b.Run("interleaved", func(b *testing.B) {
+		const block = 64
+		h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(ITLBuckets...))
+		opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
+		last := time.Now()
+		tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithKeepITL(false))
+		r := tr.Start(ctx)
+		b.ReportAllocs()
+		t := interleave(b, func() {
+			for range block {
+				now := time.Now()
+				h.Record(ctx, now.Sub(last).Seconds(), opts...)
+				last = now
+			}
+		}, func() {
+			for range block {
+				r.Chunk(1)
+			}
+		})
+		b.ReportMetric(perUnit(t.median(0), block), "floor-ns/chunk")
+		b.ReportMetric(perUnit(t.median(1), block), "Chunk-ns/chunk")
+		b.ReportMetric(t.ratio(over(1)), "Chunk/floor")
 	})
 	b.Run("ReasoningChunk", func(b *testing.B) {
 		tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithKeepITL(false))
@@ -122,6 +149,7 @@ func BenchmarkStartEnd(b *testing.B) {
 
 // BenchmarkChunkParallel runs Chunk on one shared Tracker from all cores,
 // each goroutine with its own request (no global lock on the hot path).
+// Compare it with BenchmarkChunkParallelFloor, or read BenchmarkChunkScaling.
 func BenchmarkChunkParallel(b *testing.B) {
 	tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithKeepITL(false))
 	b.ReportAllocs()
@@ -132,4 +160,76 @@ func BenchmarkChunkParallel(b *testing.B) {
 		}
 		r.End(nil)
 	})
+}
+
+// BenchmarkChunkParallelFloor is BenchmarkChunk's floor from all cores: one
+// time.Now() and one SDK Record per op, every goroutine on the same
+// histogram and the same prebuilt attribute set (as the requests of one
+// Tracker share the set of their attributes). How well it scales bounds
+// how well Chunk can: the SDK guards the set's aggregator.
+func BenchmarkChunkParallelFloor(b *testing.B) {
+	ctx := context.Background()
+	h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(ITLBuckets...))
+	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		last := time.Now()
+		for pb.Next() {
+			now := time.Now()
+			h.Record(ctx, now.Sub(last).Seconds(), opts...)
+			last = now
+		}
+	})
+}
+
+// BenchmarkChunkScaling compares how Chunk on one Tracker scales across
+// GOMAXPROCS goroutines with how its floor scales (see
+// BenchmarkChunkParallelFloor), from one interleaved run: each round runs
+// four blocks of the same number of ops — the floor serially, the floor on
+// GOMAXPROCS goroutines, Chunk serially, Chunk on GOMAXPROCS goroutines
+// (each with its own Request) — and a scaling is a serial block's time
+// over its parallel twin's. Chunk-scaling/floor-scaling is the median of
+// the per-round ratios of the two scalings.
+func BenchmarkChunkScaling(b *testing.B) {
+	ctx := context.Background()
+	p := runtime.GOMAXPROCS(0)
+	const perWorker = 512
+	h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(ITLBuckets...))
+	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
+	tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithKeepITL(false))
+	last := make([]time.Time, p)
+	reqs := make([]*Request, p)
+	for w := range p {
+		last[w], reqs[w] = time.Now(), tr.Start(ctx)
+	}
+	floor := func(w, n int) {
+		for range n {
+			now := time.Now()
+			h.Record(ctx, now.Sub(last[w]).Seconds(), opts...)
+			last[w] = now
+		}
+	}
+	chunk := func(w, n int) {
+		r := reqs[w]
+		for range n {
+			r.Chunk(1)
+		}
+	}
+	b.ReportAllocs()
+	t := interleave(b,
+		func() { floor(0, p*perWorker) },
+		parallelBlock(b, p, func(w int) { floor(w, perWorker) }),
+		func() { chunk(0, p*perWorker) },
+		parallelBlock(b, p, func(w int) { chunk(w, perWorker) }),
+	)
+	ops := p * perWorker
+	b.ReportMetric(perUnit(t.median(0), ops), "floor-serial-ns/op")
+	b.ReportMetric(perUnit(t.median(1), ops), "floor-parallel-ns/op")
+	b.ReportMetric(perUnit(t.median(2), ops), "Chunk-serial-ns/op")
+	b.ReportMetric(perUnit(t.median(3), ops), "Chunk-parallel-ns/op")
+	b.ReportMetric(t.ratio(func(d []time.Duration) float64 { return float64(d[0]) / float64(d[1]) }), "floor-scaling")
+	b.ReportMetric(t.ratio(func(d []time.Duration) float64 { return float64(d[2]) / float64(d[3]) }), "Chunk-scaling")
+	b.ReportMetric(t.ratio(func(d []time.Duration) float64 {
+		return (float64(d[2]) / float64(d[3])) / (float64(d[0]) / float64(d[1]))
+	}), "Chunk-scaling/floor-scaling")
 }
