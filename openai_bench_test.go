@@ -104,27 +104,8 @@ func BenchmarkOpenAIDecodeThinking(b *testing.B) {
 // into lines with bufio.Scanner.
 func BenchmarkOpenAIDecode(b *testing.B) {
 	stream := chatStream(1000)
-	const piece = 4096
-	decode := func(newDecoder func() Decoder) func(b *testing.B) {
-		return func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(stream)))
-			tokens := 0
-			emit := func(f Frame) { tokens += f.Tokens }
-			for b.Loop() {
-				d := newDecoder()
-				for p := stream; len(p) > 0; {
-					n := min(piece, len(p))
-					d.Decode(p[:n], emit)
-					p = p[n:]
-				}
-				d.Flush(emit)
-			}
-			if tokens == 0 {
-				b.Fatal("no tokens")
-			}
-		}
-	}
+	const piece = 4096 // benchDecode's piece size, for the baseline's buffer
+	decode := func(newDecoder func() Decoder) func(b *testing.B) { return benchDecode(stream, newDecoder) }
 	b.Run("decoder", decode(func() Decoder { return NewOpenAIDecoder() }))
 	// The same without the scan cache: every event gets a full JSON scan
 	// (the cost when consecutive events differ in more than their text).
