@@ -69,6 +69,12 @@ type Frame struct {
 	HasUsage                  bool
 	InputTokens, OutputTokens int
 	ReasoningTokens           int
+	// CachedInputTokens and CacheWriteInputTokens are how many of the
+	// InputTokens the provider read from and wrote to its prompt cache
+	// (Record.CachedInputTokens, Record.CacheWriteInputTokens), reported
+	// with the usage (HasUsage) or with the prompt's size (HasInput); 0 when
+	// the provider does not say.
+	CachedInputTokens, CacheWriteInputTokens int
 	// HasInput reports that the frame told the prompt's size before any
 	// output count (Anthropic's message_start): InputTokens is set,
 	// OutputTokens is not, and the chunk count stays N until a usage frame

@@ -262,8 +262,19 @@ type Record struct {
 	LastToken time.Time `json:"last_token,omitzero"`
 	// End is when the stream finished (EOF, error or cancel).
 	End time.Time `json:"end"`
-	// InputTokens is the prompt length in tokens (0 when unknown).
+	// InputTokens is the prompt length in tokens (0 when unknown): the whole
+	// prompt, cached and cache-write tokens included.
 	InputTokens int `json:"input_tokens"`
+	// CachedInputTokens is how many of the InputTokens the provider read
+	// from its prompt (prefix) cache: OpenAI's
+	// prompt_tokens_details.cached_tokens, Anthropic's
+	// cache_read_input_tokens, Gemini's cachedContentTokenCount; 0 when the
+	// provider does not say.
+	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
+	// CacheWriteInputTokens is how many of the InputTokens the provider
+	// wrote to its prompt cache (Anthropic's cache_creation_input_tokens,
+	// priced apart); 0 when the provider does not say.
+	CacheWriteInputTokens int `json:"cache_write_input_tokens,omitempty"`
 	// OutputTokens is N, every output token, reasoning included: the
 	// server's exact usage count when known, else the sum of per-chunk token
 	// counts (a lower bound when a chunk's count is estimated as 1); never
@@ -357,6 +368,16 @@ func (r Record) E2EL() (d time.Duration, ok bool) {
 		return nonNeg(r.End.Sub(r.Start)), true
 	}
 	return 0, false
+}
+
+// GenerationTime returns LastToken − FirstToken, the token generation time
+// (E2EL = TTFT + GenerationTime for a request that produced tokens): 0 when
+// every token came in one chunk. ok is false when no token arrived.
+func (r Record) GenerationTime() (d time.Duration, ok bool) {
+	if !r.HasToken() {
+		return 0, false
+	}
+	return nonNeg(r.decode()), true
 }
 
 // MaxGap returns the largest gap between consecutive token-carrying chunks:

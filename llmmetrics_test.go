@@ -105,6 +105,32 @@ func TestRecordFormulas(t *testing.T) {
 	}
 }
 
+func TestRecordGenerationTime(t *testing.T) {
+	tests := []struct {
+		name string
+		rec  Record
+		want time.Duration
+		ok   bool
+	}{
+		{"no token", Record{Start: at(0), End: at(300)}, 0, false},
+		{"one chunk: 0", Record{Start: at(0), FirstToken: at(120), LastToken: at(120), OutputTokens: 5, Chunks: 1}, 0, true},
+		{"first token alone set: 0", Record{Start: at(0), FirstToken: at(120), OutputTokens: 1}, 0, true},
+		// 500 − 100 = 400 ms, and TTFT + generation = 100 + 400 = E2EL 500.
+		{"five chunks", Record{Start: at(0), FirstToken: at(100), LastToken: at(500), End: at(650), OutputTokens: 5, Chunks: 5}, 400 * time.Millisecond, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := tt.rec.GenerationTime()
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.want, got)
+			if ttft, has := tt.rec.TTFT(); has {
+				e2el, _ := tt.rec.E2EL()
+				assert.Equal(t, e2el, ttft+got, "E2EL = TTFT + generation time")
+			}
+		})
+	}
+}
+
 func TestOutcomeText(t *testing.T) {
 	for _, o := range []Outcome{OutcomeOK, OutcomeError, OutcomeCanceled} {
 		b, err := o.MarshalText()

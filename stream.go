@@ -154,6 +154,9 @@ func noteFrame(req *Request, f Frame, streamErr *error) (first bool) {
 	} else if f.HasInput {
 		req.SetInputTokens(f.InputTokens)
 	}
+	if (f.HasUsage || f.HasInput) && (f.CachedInputTokens > 0 || f.CacheWriteInputTokens > 0) {
+		req.SetCachedInputTokens(f.CachedInputTokens, f.CacheWriteInputTokens)
+	}
 	if f.Err != nil && *streamErr == nil {
 		*streamErr = f.Err
 		return true

@@ -382,6 +382,7 @@ type Request struct {
 	chunks, tokens  int
 	input, output   int // usage, when hasUsage
 	reasoning       int // reported reasoning tokens (SetReasoningTokens)
+	cached, written int // prompt-cache reads and writes (SetCachedInputTokens)
 	itl             []time.Duration
 	hasUsage, ended bool
 	hasOut          bool // an answer chunk arrived
@@ -516,6 +517,25 @@ func (r *Request) SetReasoningTokens(n int) {
 	r.mu.Unlock()
 }
 
+// SetCachedInputTokens records how many of the input tokens the provider
+// read from its prompt cache (cached) and wrote to it (written):
+// Record.CachedInputTokens and Record.CacheWriteInputTokens. Both are part of
+// the input count (SetUsage, SetInputTokens), which stays the whole prompt.
+// Later calls replace earlier ones (the last usage report wins). Negative
+// counts are ignored and reported through otel.Handle. A call after End is
+// ignored.
+func (r *Request) SetCachedInputTokens(cached, written int) {
+	if cached < 0 || written < 0 {
+		otel.Handle(errNegativeUsage)
+		return
+	}
+	r.mu.Lock()
+	if !r.ended {
+		r.cached, r.written = cached, written
+	}
+	r.mu.Unlock()
+}
+
 // SetInputTokens records the prompt length when it is known before the
 // usage (a server knows it at admission). A later SetUsage replaces it.
 func (r *Request) SetInputTokens(input int) {
@@ -579,15 +599,17 @@ func outcomeOf(err error) Outcome {
 // record builds the Record; r.mu must be held.
 func (r *Request) record() Record {
 	rec := Record{
-		Start:           r.start,
-		End:             r.start.Add(r.end),
-		InputTokens:     r.input,
-		OutputTokens:    r.tokens,
-		ReasoningTokens: r.reasoning,
-		Chunks:          r.chunks,
-		ITL:             r.itl,
-		MaxITL:          r.maxGap,
-		Outcome:         r.outcome,
+		Start:                 r.start,
+		End:                   r.start.Add(r.end),
+		InputTokens:           r.input,
+		OutputTokens:          r.tokens,
+		ReasoningTokens:       r.reasoning,
+		CachedInputTokens:     r.cached,
+		CacheWriteInputTokens: r.written,
+		Chunks:                r.chunks,
+		ITL:                   r.itl,
+		MaxITL:                r.maxGap,
+		Outcome:               r.outcome,
 	}
 	if r.hasUsage {
 		// Each token-carrying chunk holds at least one token: a usage below

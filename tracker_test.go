@@ -227,6 +227,24 @@ func withoutDescription(m metricdata.Metrics) metricdata.Metrics {
 	return m
 }
 
+func TestRequestCachedInputTokens(t *testing.T) {
+	errs := otelErrors(t)
+	tr, _ := newTestTracker(t)
+	r := tr.StartAt(context.Background(), at(0))
+	r.SetUsage(2000, 1)
+	r.SetCachedInputTokens(1152, 64)
+	r.SetCachedInputTokens(-1, 3)   // ignored and reported
+	r.SetCachedInputTokens(1500, 0) // the last report wins
+	r.ChunkAt(at(10), 1)
+	rec := r.EndAt(at(20), nil)
+	r.SetCachedInputTokens(7, 7) // after End: ignored
+	assert.Equal(t, 2000, rec.InputTokens, "input stays the whole prompt")
+	assert.Equal(t, 1500, rec.CachedInputTokens)
+	assert.Equal(t, 0, rec.CacheWriteInputTokens)
+	require.Len(t, errs(), 1)
+	assert.ErrorContains(t, errs()[0], "negative usage")
+}
+
 func TestRequestEdgeCases(t *testing.T) {
 	t.Run("zero-token chunks move nothing", func(t *testing.T) {
 		tr, _ := newTestTracker(t)

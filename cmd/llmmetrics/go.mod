@@ -1,0 +1,3 @@
+module github.com/llmmetrics/llmmetrics/cmd/llmmetrics
+
+go 1.26.0

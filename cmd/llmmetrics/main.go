@@ -1,0 +1,57 @@
+// Command llmmetrics load-tests an LLM serving endpoint and gates CI on
+// benchmark results, with the llmmetrics library as its metric core.
+//
+//	llmmetrics bench  [flags]          sweep load, find the saturation point and say why
+//	llmmetrics report [flags] FILE...  summarize per-request results of any benchmark tool; a CI gate
+//
+// Install it with
+//
+//	go install github.com/llmmetrics/llmmetrics/cmd/llmmetrics@latest
+//
+// Exit status: 0 on success (every objective passed), 1 when an objective
+// or the SLO failed (report), 2 on bad flags or bad input.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/bench"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/report"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage:
+  llmmetrics bench  [flags]          sweep load, find the saturation point and say why
+  llmmetrics report [flags] FILE...  summarize benchmark results; a CI gate with -slo/-objective
+Run "llmmetrics <command> -h" for a command's flags.
+`
+
+// run is the whole program; main only wires it to the process. It returns
+// the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "bench":
+		return bench.Main(ctx, args[1:], stdout, stderr)
+	case "report":
+		return report.Main(ctx, args[1:], stdin, stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "llmmetrics: unknown command %q\n%s", args[0], usage)
+	return 2
+}
