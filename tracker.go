@@ -38,6 +38,10 @@ type MetricNames struct {
 	// server role.
 	TokenUsage               string
 	Tokens, Requests, Active string
+	// CachedInputTokens and CacheWriteInputTokens are the counters of
+	// prompt-cache reads and writes (MetricCachedInputTokens,
+	// MetricCacheWriteInputTokens), both roles.
+	CachedInputTokens, CacheWriteInputTokens string
 }
 
 // Names of the instruments that are not (yet) in the GenAI conventions.
@@ -48,6 +52,16 @@ const (
 	MetricTokens     = "llmmetrics.tokens"
 	MetricRequests   = "llmmetrics.requests"
 	MetricActive     = "llmmetrics.requests.active"
+	// MetricCachedInputTokens counts the input tokens that ended requests
+	// read from the provider's prompt cache (Record.CachedInputTokens),
+	// with the attributes of the llmmetrics.tokens input series, so that
+	// rate(cached) / rate(tokens{gen_ai.token.type="input"}) is the fleet's
+	// prefix cache hit rate. semconv v1.41.0 has no such instrument and its
+	// gen_ai.token.type has no cached value, hence a counter of its own.
+	MetricCachedInputTokens = "llmmetrics.tokens.cached_input"
+	// MetricCacheWriteInputTokens counts the input tokens that ended
+	// requests wrote to the prompt cache (Record.CacheWriteInputTokens).
+	MetricCacheWriteInputTokens = "llmmetrics.tokens.cache_write_input"
 )
 
 // MetricNames returns the instrument names of the role (see the package
@@ -62,6 +76,7 @@ func (r Role) MetricNames() MetricNames {
 			TTFO:       MetricTTFO,
 			TokenUsage: genaiconv.ClientTokenUsage{}.Name(),
 			Tokens:     MetricTokens, Requests: MetricRequests, Active: MetricActive,
+			CachedInputTokens: MetricCachedInputTokens, CacheWriteInputTokens: MetricCacheWriteInputTokens,
 		}
 	}
 	return MetricNames{
@@ -71,6 +86,7 @@ func (r Role) MetricNames() MetricNames {
 		E2EL:   genaiconv.ServerRequestDuration{}.Name(),
 		TTFO:   MetricTTFO,
 		Tokens: MetricTokens, Requests: MetricRequests, Active: MetricActive,
+		CachedInputTokens: MetricCachedInputTokens, CacheWriteInputTokens: MetricCacheWriteInputTokens,
 	}
 }
 
@@ -103,6 +119,7 @@ type instruments struct {
 	ttft, ttfo, tpot, itl, e2el metric.Float64Histogram
 	tokenUsage                  metric.Int64Histogram // client role only
 	tokens, requests            metric.Int64Counter
+	cachedInput, cacheWrite     metric.Int64Counter
 	active                      metric.Int64UpDownCounter
 }
 
@@ -175,6 +192,12 @@ func newInstruments(cfg config) (instruments, error) {
 	}
 	in.tokens, err = m.Int64Counter(names.Tokens, metric.WithUnit("{token}"),
 		metric.WithDescription("Input and output tokens of ended requests, by gen_ai.token.type, outcome and SLO result."))
+	check(err)
+	in.cachedInput, err = m.Int64Counter(names.CachedInputTokens, metric.WithUnit("{token}"),
+		metric.WithDescription("Input tokens of ended requests that the provider read from its prompt cache (part of the input tokens), by outcome and SLO result."))
+	check(err)
+	in.cacheWrite, err = m.Int64Counter(names.CacheWriteInputTokens, metric.WithUnit("{token}"),
+		metric.WithDescription("Input tokens of ended requests that the provider wrote to its prompt cache (part of the input tokens), by outcome and SLO result."))
 	check(err)
 	in.requests, err = m.Int64Counter(names.Requests, metric.WithUnit("{request}"),
 		metric.WithDescription("Ended requests, by outcome and SLO result."))
@@ -666,6 +689,12 @@ func (t *Tracker) finish(ctx context.Context, set *attrSet, rec Record, err erro
 	}
 	if rec.OutputTokens > 0 {
 		t.inst.tokens.Add(ctx, int64(rec.OutputTokens), opts.out...)
+	}
+	if rec.CachedInputTokens > 0 {
+		t.inst.cachedInput.Add(ctx, int64(rec.CachedInputTokens), opts.in...)
+	}
+	if rec.CacheWriteInputTokens > 0 {
+		t.inst.cacheWrite.Add(ctx, int64(rec.CacheWriteInputTokens), opts.in...)
 	}
 	if t.inst.tokenUsage != nil {
 		if rec.InputTokens > 0 {
