@@ -118,10 +118,14 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 	resp, err := next.RoundTrip(out)
 	switch {
 	case err != nil:
+		// The context only classifies the outcome (a transport may wrap its
+		// end in an error of its own); the caller gets base's error
+		// unchanged, so a context.WithCancelCause cause survives.
+		endErr := err
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			err = ctxErr // the cause, whatever the transport made of it
+			endErr = ctxErr
 		}
-		r.End(err)
+		r.End(endErr)
 		return resp, err
 	case resp == nil:
 		r.End(errNoResponse)

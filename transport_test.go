@@ -624,3 +624,32 @@ func TestNewTransportNilArguments(t *testing.T) {
 	assert.Same(t, req, base.reqs[0], "a nil Tracker passes requests through")
 	_ = resp.Body.Close()
 }
+
+// A transport error is returned unchanged: the cause of a context ended
+// with context.WithCancelCause (errgroup's) reaches the caller, while the
+// outcome is still Canceled (issue 17 item 7).
+func TestTransportKeepsTheBaseError(t *testing.T) {
+	cause := errors.New("sibling failed")
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		<-r.Context().Done()
+		return nil, context.Cause(r.Context())
+	})
+	for name, mk := range map[string]func(tr *Tracker) http.RoundTripper{
+		"NewTransport": func(tr *Tracker) http.RoundTripper { return NewTransport(tr, base) },
+		"Middleware": func(tr *Tracker) http.RoundTripper {
+			mw := Middleware(tr)
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) { return mw(r, base.RoundTrip) })
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr, _ := httpTracker(t)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(cause)
+			_, err := mk(tr).RoundTrip(post(t, ctx, "http://x/v1/chat/completions", chatBody))
+			require.ErrorIs(t, err, cause)
+			recs := ended(tr)
+			require.Len(t, recs, 1)
+			assert.Equal(t, OutcomeCanceled, recs[0].Outcome)
+		})
+	}
+}
