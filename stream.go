@@ -43,8 +43,9 @@ func (stoppedError) ErrorType() string { return "canceled" }
 //     marker (an error frame after it counts only when read to EOF); or
 //     unless the stream reported an error (openai-go closes the body right
 //     after an error event): then OutcomeError with that error;
-//   - when req's context is done: OutcomeCanceled, even while the caller is
-//     blocked in Read (at once, if it is done already when NewReader is
+//   - when req's context is done: as at Close (OK after the end marker,
+//     Error after a stream error), else OutcomeCanceled, even while the
+//     caller is blocked in Read (at once, if it is done already when NewReader is
 //     called; the caller's bytes still flow).
 //
 // Close ends the request first, then closes body if it is an io.Closer.
@@ -81,8 +82,22 @@ func NewReader(req *Request, body io.Reader, dec Decoder) io.ReadCloser {
 	}
 	// The watcher may run at once (ctx done meanwhile) on another goroutine,
 	// before stopWatch is assigned: it ends the request without touching it.
-	r.stopWatch = context.AfterFunc(req.ctx, func() { r.endOnce(req.ctx.Err()) })
+	r.stopWatch = context.AfterFunc(req.ctx, r.watch)
 	return r
+}
+
+// watch ends the request when its context is done, as Close would: a
+// stream whose end marker has arrived is complete (the caller may cancel
+// between [DONE] and Close), and one that reported an error ends with it.
+func (r *reader) watch() {
+	switch err := r.closeErr.Load(); {
+	case r.sawDone.Load():
+		r.endOnce(r.doneErr)
+	case err != nil:
+		r.endOnce(*err)
+	default:
+		r.endOnce(r.req.ctx.Err())
+	}
 }
 
 type reader struct {
