@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"os"
+	"syscall"
 )
 
 // This file holds the server side of the HTTP integration: NewHandler,
@@ -55,8 +59,10 @@ import (
 //   - an error object in the stream (Frame.Err): OutcomeError with the
 //     stream's error;
 //   - the client went away before the end (the request's context is done,
-//     or a Write or Flush failed) and the protocol's end marker ([DONE],
-//     message_stop, …) was not written: OutcomeCanceled;
+//     or a Write or Flush failed on the connection) and the protocol's end marker ([DONE],
+//     message_stop, …) was not written: OutcomeCanceled; a Write or Flush
+//     that failed for the handler's own reason (http.ErrContentLength,
+//     ErrBodyNotAllowed, ErrHijacked): OutcomeError, error.type "write";
 //   - next panicked with http.ErrAbortHandler (as ReverseProxy does when
 //     the upstream or the client breaks off): OutcomeCanceled; any other
 //     panic: OutcomeError with error.type "panic". The panic goes on (it is
@@ -153,6 +159,8 @@ func (rw *respWriter) endErr(p any) error {
 		return &HTTPStatusError{StatusCode: rw.status}
 	case rw.streamErr != nil:
 		return rw.streamErr
+	case rw.writeErr != nil && !connectionFailed(rw.writeErr):
+		return &writeError{rw.writeErr} // the handler's own failure, even after the end marker
 	case rw.sawDone:
 		return nil // complete, even if the client left right after the end
 	}
@@ -164,6 +172,41 @@ func (rw *respWriter) endErr(p any) error {
 	}
 	return nil
 }
+
+// connectionFailed reports whether a failed Write or Flush means the
+// connection to the client failed (the client went away): a network error
+// (net.Error: a reset, a broken pipe, a deadline), a closed connection or
+// pipe, or a context error. Anything else, such as the handler's own
+// misuse (http.ErrContentLength, http.ErrBodyNotAllowed, http.ErrHijacked),
+// is the handler's failure.
+func connectionFailed(err error) bool {
+	var ne net.Error
+	switch {
+	case errors.Is(err, http.ErrContentLength), errors.Is(err, http.ErrBodyNotAllowed), errors.Is(err, http.ErrHijacked):
+		return false
+	case errors.As(err, &ne),
+		errors.Is(err, net.ErrClosed), errors.Is(err, io.ErrClosedPipe),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, os.ErrDeadlineExceeded),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	return false
+}
+
+// writeError ends a request whose handler's own Write or Flush failed for
+// a reason other than the connection (http.ErrContentLength, …):
+// OutcomeError with error.type "write".
+type writeError struct{ err error }
+
+func (e *writeError) Error() string {
+	return "llmmetrics: the handler's write failed: " + e.err.Error()
+}
+func (e *writeError) Unwrap() error { return e.err }
+
+// ErrorType returns "write", the error.type of the request.
+func (e *writeError) ErrorType() string { return "write" }
 
 // errAborted ends a request whose handler panicked with
 // http.ErrAbortHandler. It wraps context.Canceled: OutcomeCanceled.

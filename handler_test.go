@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -240,7 +243,9 @@ func TestHandlerOutcomes(t *testing.T) {
 // client has gone.
 type failingWriter struct{ *httptest.ResponseRecorder }
 
-func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("write: broken pipe") }
+func (failingWriter) Write([]byte) (int, error) {
+	return 0, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}
+}
 
 // requestsErrorType returns the error.type of the one requests data point
 // ("" when it has none).
@@ -599,4 +604,58 @@ func TestHandlerWriterThatCannotFlush(t *testing.T) {
 	ttft, _ := rec.TTFT()
 	assert.Equal(t, 2*time.Millisecond, ttft, "held until the end")
 	assert.Equal(t, 1, rec.Chunks)
+}
+
+// TestHandlerOwnWriteErrors: a Write that fails because of the handler
+// itself (more bytes than its Content-Length, a body on a 204, a write
+// after Hijack) is the handler's failure, OutcomeError with error.type
+// "write", not a client that went away (issue 17 item 10). A real server
+// returns these errors; a connection failure stays Canceled (TestHandlerOutcomes).
+func TestHandlerOwnWriteErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+		want    error
+	}{
+		{"http.ErrContentLength", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "2")
+			_, _ = io.WriteString(w, "{}")
+			_, err := io.WriteString(w, "more")
+			require.ErrorIs(t, err, http.ErrContentLength)
+		}, http.ErrContentLength},
+		{"http.ErrBodyNotAllowed", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusNoContent)
+			_, err := io.WriteString(w, "{}")
+			require.ErrorIs(t, err, http.ErrBodyNotAllowed)
+		}, http.ErrBodyNotAllowed},
+		{"http.ErrHijacked", func(w http.ResponseWriter, r *http.Request) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			require.NoError(t, err)
+			_, err = io.WriteString(w, "{}")
+			require.ErrorIs(t, err, http.ErrHijacked)
+			_ = conn.Close()
+		}, http.ErrHijacked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, reader, _ := serverTracker(t)
+			done := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				defer close(done)
+				NewHandler(tr, tc.handler).ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			base := &http.Transport{}
+			defer base.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: base}).Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m"}`))
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+			<-done
+			recs := ended(tr)
+			require.Len(t, recs, 1)
+			assert.Equal(t, OutcomeError, recs[0].Outcome)
+			assert.Equal(t, "write", requestsErrorType(t, reader))
+		})
+	}
 }
