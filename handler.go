@@ -91,7 +91,7 @@ import (
 //
 // The ResponseWriter next gets has Flush, FlushError and Unwrap (so
 // http.ResponseController's SetReadDeadline, SetWriteDeadline and
-// EnableFullDuplex reach the server's own writer), and Hijack, Push and
+// EnableFullDuplex reach the server's own writer), and CloseNotify, Hijack, Push and
 // ReadFrom only when the writer it wraps has them. Its ReadFrom keeps the
 // wrapped writer's zero-copy path (sendfile, splice) for an answer that is
 // not decoded (an error status, a compressed body); an answer that is

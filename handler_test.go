@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -658,4 +659,214 @@ func TestHandlerOwnWriteErrors(t *testing.T) {
 			assert.Equal(t, "write", requestsErrorType(t, reader))
 		})
 	}
+}
+
+// optWriter is a ResponseWriter with the optional interfaces its flags say.
+type optWriter struct{ *httptest.ResponseRecorder }
+type cnWriter struct{ ch chan bool }
+type hjWriter struct{}
+type psWriter struct{}
+type rfWriter struct{}
+
+func (c cnWriter) CloseNotify() <-chan bool { return c.ch }
+func (hjWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return nil, nil, errors.New("test: no connection")
+}
+func (psWriter) Push(string, *http.PushOptions) error { return http.ErrNotSupported }
+func (rfWriter) ReadFrom(r io.Reader) (int64, error)  { return io.Copy(io.Discard, r) }
+
+// TestHandlerKeepsEveryOptionalInterface: next sees CloseNotify, Hijack,
+// Push and ReadFrom exactly when the server's writer has them, in each of
+// the 16 combinations (issue 17 item 6; httpsnoop's Wrap does the same).
+func TestHandlerKeepsEveryOptionalInterface(t *testing.T) {
+	for mask := range 16 {
+		cn, hj, ps, rf := mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0
+		t.Run(fmt.Sprintf("closenotify=%v hijack=%v push=%v readfrom=%v", cn, hj, ps, rf), func(t *testing.T) {
+			var w http.ResponseWriter = optWriter{httptest.NewRecorder()}
+			ch := make(chan bool, 1)
+			// Build the writer from embedded parts: a struct type per combination.
+			w = combine(w, cn, hj, ps, rf, ch)
+			tr, _, _ := serverTracker(t)
+			NewHandler(tr, http.HandlerFunc(func(got http.ResponseWriter, r *http.Request) {
+				c, isCN := got.(http.CloseNotifier) //lint:ignore SA1019 the interface under test
+				_, isHJ := got.(http.Hijacker)
+				_, isPS := got.(http.Pusher)
+				_, isRF := got.(io.ReaderFrom)
+				assert.Equal(t, []bool{cn, hj, ps, rf}, []bool{isCN, isHJ, isPS, isRF})
+				if isCN {
+					ch <- true
+					assert.True(t, <-c.CloseNotify(), "the server writer's channel")
+				}
+				_, isSW := got.(io.StringWriter)
+				assert.True(t, isSW)
+			})).ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(`{}`)))
+		})
+	}
+}
+
+// combine returns w with the optional interfaces chosen.
+func combine(w http.ResponseWriter, cn, hj, ps, rf bool, ch chan bool) http.ResponseWriter {
+	type (
+		C = cnWriter
+		H = hjWriter
+		P = psWriter
+		R = rfWriter
+	)
+	rw := w.(optWriter)
+	c := C{ch}
+	switch [4]bool{cn, hj, ps, rf} {
+	case [4]bool{false, false, false, false}:
+		return rw
+	case [4]bool{true, false, false, false}:
+		return struct {
+			optWriter
+			C
+		}{rw, c}
+	case [4]bool{false, true, false, false}:
+		return struct {
+			optWriter
+			H
+		}{rw, H{}}
+	case [4]bool{true, true, false, false}:
+		return struct {
+			optWriter
+			C
+			H
+		}{rw, c, H{}}
+	case [4]bool{false, false, true, false}:
+		return struct {
+			optWriter
+			P
+		}{rw, P{}}
+	case [4]bool{true, false, true, false}:
+		return struct {
+			optWriter
+			C
+			P
+		}{rw, c, P{}}
+	case [4]bool{false, true, true, false}:
+		return struct {
+			optWriter
+			H
+			P
+		}{rw, H{}, P{}}
+	case [4]bool{true, true, true, false}:
+		return struct {
+			optWriter
+			C
+			H
+			P
+		}{rw, c, H{}, P{}}
+	case [4]bool{false, false, false, true}:
+		return struct {
+			optWriter
+			R
+		}{rw, R{}}
+	case [4]bool{true, false, false, true}:
+		return struct {
+			optWriter
+			C
+			R
+		}{rw, c, R{}}
+	case [4]bool{false, true, false, true}:
+		return struct {
+			optWriter
+			H
+			R
+		}{rw, H{}, R{}}
+	case [4]bool{true, true, false, true}:
+		return struct {
+			optWriter
+			C
+			H
+			R
+		}{rw, c, H{}, R{}}
+	case [4]bool{false, false, true, true}:
+		return struct {
+			optWriter
+			P
+			R
+		}{rw, P{}, R{}}
+	case [4]bool{true, false, true, true}:
+		return struct {
+			optWriter
+			C
+			P
+			R
+		}{rw, c, P{}, R{}}
+	case [4]bool{false, true, true, true}:
+		return struct {
+			optWriter
+			H
+			P
+			R
+		}{rw, H{}, P{}, R{}}
+	}
+	return struct {
+		optWriter
+		C
+		H
+		P
+		R
+	}{rw, c, H{}, P{}, R{}}
+}
+
+// ginStream does what gin's Context.Stream does (gin v1.10, context.go):
+// it asserts http.CloseNotifier on the writer (gin's responseWriter.CloseNotify
+// does w.ResponseWriter.(http.CloseNotifier).CloseNotify(), which panics
+// when the writer lacks it) and stops when the channel says the client left.
+func ginStream(w http.ResponseWriter, step func(w io.Writer) bool) bool {
+	clientGone := w.(http.CloseNotifier).CloseNotify() //lint:ignore SA1019 what gin does
+	for {
+		select {
+		case <-clientGone:
+			return true
+		default:
+			keepOpen := step(w)
+			w.(http.Flusher).Flush()
+			if !keepOpen {
+				return false
+			}
+		}
+	}
+}
+
+// TestHandlerGinStyleStream: a gin-style handler behind NewHandler on a
+// real server streams, learns through CloseNotify that the client left,
+// and the request is Canceled (issue 17 item 6).
+func TestHandlerGinStyleStream(t *testing.T) {
+	tr, _, _ := serverTracker(t)
+	type result struct {
+		gone  bool
+		panic any
+	}
+	done := make(chan result, 1)
+	srv := httptest.NewServer(NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var res result
+		defer func() {
+			res.panic = recover()
+			done <- res
+		}()
+		w.Header().Set("Content-Type", "text/event-stream")
+		res.gone = ginStream(w, func(w io.Writer) bool {
+			_, _ = io.WriteString(w, sseChunk("x"))
+			return true // an endless stream: only CloseNotify stops it
+		})
+	})))
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: base}).Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
+	require.NoError(t, err)
+	_, err = bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close()) // the client leaves mid-stream
+	base.CloseIdleConnections()
+	res := <-done
+	require.Nil(t, res.panic, "gin's assertion of http.CloseNotifier")
+	assert.True(t, res.gone, "the handler learned that the client left")
+	srv.Close() // waits for the handler to return
+	recs := ended(tr)
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomeCanceled, recs[0].Outcome)
 }

@@ -107,6 +107,27 @@ func (rw *respWriter) FlushError() error {
 // Unwrap returns the server's ResponseWriter, for http.ResponseController.
 func (rw *respWriter) Unwrap() http.ResponseWriter { return rw.w }
 
+// WriteString implements io.StringWriter, as Write does.
+func (rw *respWriter) WriteString(s string) (int, error) { return rw.Write([]byte(s)) }
+
+// SetReadDeadline sets the server writer's read deadline, as
+// http.ResponseController does (http.ErrNotSupported when it cannot).
+func (rw *respWriter) SetReadDeadline(d time.Time) error {
+	return http.NewResponseController(rw.w).SetReadDeadline(d)
+}
+
+// SetWriteDeadline sets the server writer's write deadline, as
+// http.ResponseController does (http.ErrNotSupported when it cannot).
+func (rw *respWriter) SetWriteDeadline(d time.Time) error {
+	return http.NewResponseController(rw.w).SetWriteDeadline(d)
+}
+
+// EnableFullDuplex enables the server writer's full duplex mode, as
+// http.ResponseController does (http.ErrNotSupported when it cannot).
+func (rw *respWriter) EnableFullDuplex() error {
+	return http.NewResponseController(rw.w).EnableFullDuplex()
+}
+
 // flush flushes w as http.ResponseController.Flush does, without
 // allocating.
 func flush(w http.ResponseWriter) error {
@@ -270,14 +291,50 @@ func (rf readFrom) ReadFrom(src io.Reader) (int64, error) {
 // writerOnly hides a writer's ReadFrom from io.CopyBuffer.
 type writerOnly struct{ io.Writer }
 
-// wrap returns rw as the ResponseWriter next gets: with Hijack, Push and
-// ReadFrom only where the server's writer has them.
+// wrap returns rw as the ResponseWriter next gets: with CloseNotify,
+// Hijack, Push and ReadFrom only where the server's writer has them (one
+// struct type per combination, as github.com/felixge/httpsnoop's Wrap
+// does), so a caller that type-asserts one (gin's Context.Stream asserts
+// http.CloseNotifier) finds what the server offers, and no more. Flush,
+// FlushError, WriteString, Unwrap and the deadline methods are always
+// there: they report http.ErrNotSupported, as http.ResponseController
+// does, when the server's writer cannot.
 func (rw *respWriter) wrap() http.ResponseWriter {
+	cn, isCN := rw.w.(http.CloseNotifier) //lint:ignore SA1019 kept for the callers that still assert it (gin)
 	hj, isHJ := rw.w.(http.Hijacker)
 	ps, isPS := rw.w.(http.Pusher)
 	rf, isRF := rw.w.(io.ReaderFrom)
 	r := readFrom{rw, rf}
 	switch {
+	case isCN && isHJ && isPS && isRF:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			http.Hijacker
+			http.Pusher
+			io.ReaderFrom
+		}{rw, cn, hj, ps, r}
+	case isCN && isHJ && isPS:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			http.Hijacker
+			http.Pusher
+		}{rw, cn, hj, ps}
+	case isCN && isHJ && isRF:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			http.Hijacker
+			io.ReaderFrom
+		}{rw, cn, hj, r}
+	case isCN && isPS && isRF:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			http.Pusher
+			io.ReaderFrom
+		}{rw, cn, ps, r}
 	case isHJ && isPS && isRF:
 		return struct {
 			*respWriter
@@ -285,6 +342,24 @@ func (rw *respWriter) wrap() http.ResponseWriter {
 			http.Pusher
 			io.ReaderFrom
 		}{rw, hj, ps, r}
+	case isCN && isHJ:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			http.Hijacker
+		}{rw, cn, hj}
+	case isCN && isPS:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			http.Pusher
+		}{rw, cn, ps}
+	case isCN && isRF:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			io.ReaderFrom
+		}{rw, cn, r}
 	case isHJ && isPS:
 		return struct {
 			*respWriter
@@ -303,6 +378,11 @@ func (rw *respWriter) wrap() http.ResponseWriter {
 			http.Pusher
 			io.ReaderFrom
 		}{rw, ps, r}
+	case isCN:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+		}{rw, cn}
 	case isHJ:
 		return struct {
 			*respWriter
