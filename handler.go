@@ -121,7 +121,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	start := c.t.cfg.now()
 	ep := c.endpointOf(r)
-	in, model := c.prepare(r, ep)
+	in, model, _ := c.prepare(r, ep)
 	rw := &respWriter{w: w, core: c, r: in, ep: ep}
 	rw.req = c.t.StartAt(r.Context(), start, c.attrs(r, ep, model)...)
 	rw.emit = rw.apply

@@ -378,7 +378,12 @@ func WithDecoder(f func(req *http.Request, resp *http.Response) Decoder) HTTPOpt
 // object; an explicit include_usage, true or false, is left alone). The
 // server then ends the stream with a usage chunk, which NewOpenAIDecoder
 // reads; without it N is the number of token-carrying chunks, a lower
-// bound. openai-go and go-openai do not ask for it by default.
+// bound. openai-go and go-openai do not ask for it by default. The caller
+// does not see the chunk it did not ask for: when the library added
+// include_usage, the usage-only event ("choices": [] and a usage object) is
+// left out of the bytes the caller reads (the decoder still reads it), so a
+// loop that indexes Choices[0] of every chunk keeps working; see
+// docs/http.md.
 //
 // The caller's request is not modified: the request sent is a copy whose
 // Body, GetBody, ContentLength and Content-Length header (if set) describe

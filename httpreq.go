@@ -132,24 +132,25 @@ func modelName[T string | []byte](c *httpCore, m T, truncated bool) string {
 // path names it (Gemini), and with WithIncludeUsage whether to add
 // stream_options — and returns the request to send (req itself when its
 // body was not read, else a shallow copy whose Body replays what was read)
-// and the model name. req is never modified; its Body is read, and closed
-// when the copy's Body is.
-func (c *httpCore) prepare(req *http.Request, ep endpoint) (*http.Request, string) {
+// and the model name, and whether it added stream_options.include_usage
+// (the caller did not ask for the usage chunk: see usageFilter). req is
+// never modified; its Body is read, and closed when the copy's Body is.
+func (c *httpCore) prepare(req *http.Request, ep endpoint) (out *http.Request, model string, addedUsage bool) {
 	wantModel := !c.hasModel && !(ep.proto == ProtocolGemini && ep.pathModel != "")
 	inject := c.cfg.includeUsage && ep.streamOptions
 	if !(wantModel || inject) || !hasJSONBody(req) {
-		return req, modelName(c, ep.pathModel, false)
+		return req, modelName(c, ep.pathModel, false), false
 	}
 	s := requestScanners.Get().(*jsonstream.Scanner)
 	defer requestScanners.Put(s)
 	s.Reset()
 	buf, err := readAhead(req.Body, req.ContentLength, s, inject || c.wholeBody)
 
-	model := modelName(c, ep.pathModel, false)
+	model = modelName(c, ep.pathModel, false)
 	if v := &s.Values[rModel]; v.Kind == jsonstream.KindString && v.Complete {
 		model = modelName(c, v.Str, v.Truncated)
 	}
-	out := new(http.Request)
+	out = new(http.Request)
 	*out = *req
 	if inject && err == io.EOF && s.Done() && s.Values[rStream].Kind == jsonstream.KindTrue {
 		if body, ok := withIncludeUsage(buf, s); ok {
@@ -161,7 +162,7 @@ func (c *httpCore) prepare(req *http.Request, ep endpoint) (*http.Request, strin
 				out.Header = req.Header.Clone()
 				out.Header.Set("Content-Length", strconv.Itoa(len(body)))
 			}
-			return out, model
+			return out, model, true
 		}
 	}
 	if err == io.EOF || err == nil && req.ContentLength > 0 && int64(len(buf)) == req.ContentLength {
@@ -173,14 +174,14 @@ func (c *httpCore) prepare(req *http.Request, ep endpoint) (*http.Request, strin
 		if out.GetBody == nil { // it can be replayed now (redirects, retries on a stale connection)
 			out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
 		}
-		return out, model
+		return out, model, false
 	}
 	rb := &replayBody{head: buf, rest: req.Body, c: req.Body}
 	if err != nil {
 		rb.rest = errReader{err} // the transport sees the same read error
 	}
 	out.Body = rb
-	return out, model
+	return out, model, false
 }
 
 // hasJSONBody reports whether req has an uncompressed body that may be

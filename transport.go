@@ -111,7 +111,7 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 	}
 	start := c.t.cfg.now()
 	ep := c.endpointOf(req)
-	out, model := c.prepare(req, ep)
+	out, model, addedUsage := c.prepare(req, ep)
 	ctx := req.Context()
 	r := c.t.StartAt(ctx, start, c.attrs(req, ep, model)...)
 
@@ -141,6 +141,10 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 		return resp, nil
 	}
 	resp.Body = NewReader(r, resp.Body, c.decoder(req, resp, ep))
+	if addedUsage && mediaTypeOf(resp.Header.Get("Content-Type")) == mediaSSE {
+		// The caller did not ask for the usage chunk: it does not see it.
+		resp.Body = newUsageFilter(resp.Body)
+	}
 	return resp, nil
 }
 
