@@ -174,14 +174,15 @@ func (rw *respWriter) header(code int, p []byte) {
 // when none were written before the header was sent).
 func (rw *respWriter) choose(p []byte) {
 	h := rw.w.Header()
-	ct, sniffed := "", false
+	ct := ""
 	if v, ok := h["Content-Type"]; ok {
 		if len(v) > 0 {
 			ct = v[0]
 		}
 	} else if len(p) > 0 {
-		// net/http sends the type it sniffs from the first bytes; mirror it.
-		ct, sniffed = http.DetectContentType(p), true
+		// net/http sends the type it sniffs from the first bytes; the
+		// decoder is chosen from it, as the client will (autoDecoder).
+		ct = http.DetectContentType(p)
 	}
 	var ce string
 	if v := h["Content-Encoding"]; len(v) > 0 {
@@ -193,26 +194,7 @@ func (rw *respWriter) choose(p []byte) {
 			return
 		}
 	}
-	ep := rw.ep
-	if sniffed && startsJSON(p) && ep.proto != ProtocolOllama && !ep.geminiStream {
-		ep.proto = ProtocolJSON // an answer without a Content-Type: net/http calls JSON text/plain
-	}
-	rw.dec = autoDecoder(ep, ce, ct)
-}
-
-// startsJSON reports whether p's first byte that is not white space opens
-// a JSON object or array.
-func startsJSON(p []byte) bool {
-	for _, b := range p {
-		switch b {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{', '[':
-			return true
-		}
-		return false
-	}
-	return false
+	rw.dec = autoDecoder(rw.ep, ce, ct)
 }
 
 // apply takes one frame of the answer: its tokens are held until they are

@@ -101,6 +101,12 @@ func (p Protocol) NewDecoder(opts ...DecoderOption) Decoder {
 //	other or none             as the path says (…/api/chat, …/api/generate:     the path's protocol, else
 //	                          ProtocolOllama; the rows above)                   ProtocolUnknown
 //
+// NewTransport, Middleware and NewHandler add one rule that needs the
+// body: an answer of type text/plain or none (what a Go server sends when
+// its handler sets no type; NewHandler uses the type net/http sniffs) whose
+// first byte that is not white space is '{' or '[' is ProtocolJSON, unless
+// the path tells a stream of JSON values (Ollama, :streamGenerateContent).
+//
 // Paths are matched by their suffix, so prefixes do not matter (Azure's
 // /openai/deployments/NAME/chat/completions, OpenRouter's
 // /api/v1/chat/completions, Groq's /openai/v1/…, vLLM's /v1/…); a query or

@@ -160,12 +160,80 @@ func (c *httpCore) decoder(req *http.Request, resp *http.Response, ep endpoint) 
 	return autoDecoder(ep, resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Type"))
 }
 
-// autoDecoder is the automatic choice of a decoder, shared by both sides:
-// nil (no frames) for a body that is compressed (Content-Encoding other
-// than identity), else the Decoder of chooseProtocol.
+// autoDecoder is the automatic choice of a decoder, one rule for both
+// sides (NewHandler passes the Content-Type net/http sends, sniffed when
+// the handler set none): nil (no frames) for a body that is compressed
+// (Content-Encoding other than identity); for a text/plain body, or one
+// without a type, the first byte decides (plainTextDecoder); else the Decoder
+// of chooseProtocol.
 func autoDecoder(ep endpoint, contentEncoding, contentType string) Decoder {
 	if contentEncoding != "" && !strings.EqualFold(contentEncoding, "identity") {
 		return nil
 	}
+	if isPlainText(contentType) {
+		return &plainTextDecoder{ep: ep}
+	}
 	return chooseProtocol(ep, contentType).NewDecoder()
+}
+
+// isPlainText reports whether a Content-Type is text/plain or absent: what
+// a client gets from a Go server whose handler set none (net/http sniffs
+// JSON as "text/plain; charset=utf-8").
+func isPlainText(ct string) bool {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = strings.TrimSpace(ct)
+	return ct == "" || strings.EqualFold(ct, "text/plain")
+}
+
+// plainTextDecoder decodes a body whose type does not tell its format: a body
+// whose first byte that is not white space is '{' or '[' is one JSON
+// answer (ProtocolJSON), unless the path tells a stream of JSON values
+// (Ollama's NDJSON, Gemini's streamGenerateContent array); any other body
+// is what the path tells (chooseProtocol with no type).
+type plainTextDecoder struct {
+	ep   endpoint
+	real Decoder // chosen at the first byte that is not white space
+	off  bool    // chosen, with no decoder
+}
+
+// Decode implements Decoder.
+func (d *plainTextDecoder) Decode(p []byte, emit func(Frame)) {
+	if d.real == nil && !d.off {
+		i := 0
+		for i < len(p) && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n') {
+			i++
+		}
+		if i == len(p) {
+			return // white space: nothing told yet
+		}
+		proto := chooseProtocol(d.ep, "")
+		if (p[i] == '{' || p[i] == '[') && d.ep.proto != ProtocolOllama && !d.ep.geminiStream {
+			proto = ProtocolJSON
+		}
+		if d.real = proto.NewDecoder(); d.real == nil {
+			d.off = true
+			return
+		}
+		p = p[i:]
+	}
+	if d.real != nil {
+		d.real.Decode(p, emit)
+	}
+}
+
+// Flush implements Decoder.
+func (d *plainTextDecoder) Flush(emit func(Frame)) {
+	if d.real != nil {
+		d.real.Flush(emit)
+	}
+}
+
+// Err implements Decoder.
+func (d *plainTextDecoder) Err() error {
+	if d.real != nil {
+		return d.real.Err()
+	}
+	return nil
 }

@@ -653,3 +653,55 @@ func TestTransportKeepsTheBaseError(t *testing.T) {
 		})
 	}
 }
+
+// TestBothSidesChooseTheSameDecoder: NewHandler and NewTransport measure
+// the same answer alike, whatever Content-Type the handler sets or leaves
+// to net/http (a JSON answer without one reaches the client as
+// text/plain): one rule on both sides (issue 17 item 8).
+func TestBothSidesChooseTheSameDecoder(t *testing.T) {
+	jsonAnswer := `{"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":11,"completion_tokens":22}}`
+	for _, tc := range []struct {
+		name, path, ct, body string
+		output, input        int
+	}{
+		{"JSON without a Content-Type", "/v1/chat/completions", "", jsonAnswer, 22, 11},
+		{"JSON as text/plain", "/v1/chat/completions", "text/plain; charset=utf-8", jsonAnswer, 22, 11},
+		{"JSON with leading space as text/plain", "/v1/chat/completions", "text/plain", "\n " + jsonAnswer, 22, 11},
+		{"JSON on an unknown path without a Content-Type", "/gateway", "", jsonAnswer, 22, 11},
+		{"an SSE stream without a Content-Type", "/v1/chat/completions", "", testdataFile(t, "sse", "openai_chat.sse"), 7, 14},
+		{"Ollama NDJSON as text/plain", "/api/chat", "text/plain", testdataFile(t, "ndjson", "ollama_chat_tools.ndjson"), -1, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server, _, _ := serverTracker(t)
+			srv := httptest.NewServer(NewHandler(server, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				if tc.ct != "" {
+					w.Header().Set("Content-Type", tc.ct)
+				}
+				_, _ = io.WriteString(w, tc.body)
+			})))
+			defer srv.Close()
+			client, _ := httpTracker(t)
+			base := &http.Transport{}
+			defer base.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: NewTransport(client, base)}).Do(post(t, t.Context(), srv.URL+tc.path, `{"model":"m"}`))
+			require.NoError(t, err)
+			_, err = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			srv.Close() // the handler has returned
+			srvRecs, cliRecs := ended(server), ended(client)
+			require.Len(t, srvRecs, 1)
+			require.Len(t, cliRecs, 1)
+			s, c := srvRecs[0], cliRecs[0]
+			if tc.output >= 0 {
+				assert.Equal(t, tc.output, c.OutputTokens, "client")
+				assert.Equal(t, tc.input, c.InputTokens, "client")
+			} else {
+				assert.Positive(t, c.OutputTokens)
+			}
+			assert.Equal(t, [3]int{s.OutputTokens, s.InputTokens, s.Chunks}, [3]int{c.OutputTokens, c.InputTokens, c.Chunks}, "server and client agree")
+			assert.Equal(t, OutcomeOK, c.Outcome)
+		})
+	}
+}

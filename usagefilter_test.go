@@ -144,4 +144,3 @@ func TestTransportHidesTheUsageChunkItAskedFor(t *testing.T) {
 		})
 	}
 }
-
