@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"os"
 	"syscall"
+
+	"github.com/llmmetrics/llmmetrics/internal/jsonstream"
 )
 
 // This file holds the server side of the HTTP integration: NewHandler,
@@ -74,12 +76,11 @@ import (
 // Attributes: gen_ai.operation.name from the path, gen_ai.provider.name
 // from the protocol (or a well-known Host), gen_ai.request.model from the
 // request body's "model" (or Gemini's path), then WithRequestAttributes.
-// To read the model, a JSON request body is read whole before next runs
-// (at most 4 MiB; not when the Tracker's attributes name the model) and
-// next gets a shallow copy of the request whose Body returns the same
-// bytes from memory, so nothing downstream (a proxy's transport still
-// reading it while the answer streams back) reads a body the server has
-// already closed; the rest of a longer body follows from the connection.
+// The model is read on the side as next reads the JSON request body
+// (nothing is read ahead, no byte is kept: Expect: 100-continue is
+// honoured and memory does not follow a declared Content-Length); the
+// request starts, at the time ServeHTTP was entered, once the model is
+// known or next answers.
 // Whoever sends the requests chooses the model names, so they must not
 // grow the number of series: names outside WithModels' allowlist become
 // "_OTHER", and without WithModels every name does (a server knows the
@@ -101,7 +102,6 @@ import (
 func NewHandler(t *Tracker, next http.Handler, opts ...HTTPOption) http.Handler {
 	c := newHTTPCore(t, opts)
 	c.cfg.includeUsage = false // the request is the client's, not ours to change
-	c.wholeBody = true
 	if c.cfg.models == nil {
 		c.cfg.models = map[string]string{} // every client-supplied name folds into "_OTHER"
 	}
@@ -119,12 +119,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	start := c.t.cfg.now()
-	ep := c.endpointOf(r)
-	in, model, _ := c.prepare(r, ep)
-	rw := &respWriter{w: w, core: c, r: in, ep: ep}
-	rw.req = c.t.StartAt(r.Context(), start, c.attrs(r, ep, model)...)
-	rw.emit = rw.apply
+	rw := &respWriter{w: w, core: c, r: r, orig: r, ep: c.endpointOf(r), start: c.t.cfg.now()}
+	rw.emit, rw.beginFn = rw.apply, rw.begin
+	rw.model = modelName(c, rw.ep.pathModel, false)
+	if c.wantModel(rw.ep) && hasJSONBody(r) {
+		// The model is read from the body as next reads it: nothing is
+		// read ahead, so Expect: 100-continue is honoured and memory
+		// follows the bytes received. The request starts once the model
+		// is known, or when next answers, whichever comes first.
+		in := new(http.Request)
+		*in = *r
+		in.Body = &modelBody{rc: r.Body, rw: rw, s: requestScanners.Get().(*jsonstream.Scanner)}
+		in.Body.(*modelBody).s.Reset()
+		rw.r = in
+	} else {
+		rw.request()
+	}
 	defer func() {
 		p := recover()
 		rw.end(p)
@@ -132,11 +142,76 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(p)
 		}
 	}()
-	h.next.ServeHTTP(rw.wrap(), in)
+	h.next.ServeHTTP(rw.wrap(), rw.r)
 }
+
+// begin starts the measured request, at the time ServeHTTP was entered,
+// with the model known by now; run once, through request.
+func (rw *respWriter) begin() {
+	rw.modelMu.Lock()
+	model := rw.model
+	rw.modelMu.Unlock()
+	c := rw.core
+	rw.req = c.t.StartAt(rw.orig.Context(), rw.start, c.attrs(rw.orig, rw.ep, model)...)
+}
+
+// request starts the measured request if it has not started, and returns
+// it. The body's reader (modelBody, perhaps on another goroutine) and the
+// writer's methods both call it.
+func (rw *respWriter) request() *Request {
+	rw.once.Do(rw.beginFn)
+	return rw.req
+}
+
+// modelBody is the request body next reads when the model is read from
+// it: the bytes next reads go on the side to a JSON scanner until the
+// "model" member is known (or the body tells it is not there), then the
+// request starts. It reads nothing next does not ask for and keeps no byte.
+type modelBody struct {
+	rc io.ReadCloser
+	rw *respWriter
+	s  *jsonstream.Scanner // nil once the model is known
+}
+
+// Read implements io.Reader.
+func (b *modelBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if s := b.s; s != nil {
+		if n > 0 {
+			s.Feed(p[:n])
+		}
+		v := &s.Values[rModel]
+		switch {
+		case v.Kind == jsonstream.KindString && v.Complete:
+			b.found(modelName(b.rw.core, v.Str, v.Truncated))
+		case err != nil, s.Done(), s.Err() != nil, s.Offset() > maxRequestBytes,
+			v.Kind != jsonstream.KindNone && v.Kind != jsonstream.KindString:
+			b.found("") // no model in the body: the path's, if any
+		}
+	}
+	return n, err
+}
+
+// found ends the search with the model m ("" for none) and starts the
+// request.
+func (b *modelBody) found(m string) {
+	rw := b.rw
+	if m != "" {
+		rw.modelMu.Lock()
+		rw.model = m
+		rw.modelMu.Unlock()
+	}
+	requestScanners.Put(b.s)
+	b.s = nil
+	rw.request()
+}
+
+// Close implements io.Closer.
+func (b *modelBody) Close() error { return b.rc.Close() }
 
 // end ends the request when ServeHTTP returns, after a panic p if not nil.
 func (rw *respWriter) end(p any) {
+	rw.request()
 	if rw.dec != nil {
 		rw.dec.Flush(rw.emit)
 	}
@@ -164,7 +239,7 @@ func (rw *respWriter) endErr(p any) error {
 	case rw.sawDone:
 		return nil // complete, even if the client left right after the end
 	}
-	if err := rw.req.ctx.Err(); err != nil {
+	if err := rw.orig.Context().Err(); err != nil {
 		return err
 	}
 	if rw.writeErr != nil {

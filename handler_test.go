@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -355,6 +356,7 @@ func TestHandlerCardinalityBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, reader, _ := serverTracker(t)
 			h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body) // the model is read as next reads the body
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, `{"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
 			}), tc.opts...)
@@ -492,43 +494,44 @@ func TestHandlerFlushReachesTheClient(t *testing.T) {
 	}
 }
 
-// closeTracker is a request body that records whether it was closed and
-// fails reads after Close, as a server's body does.
-type closeTracker struct {
-	io.Reader
-	closed bool
-}
-
-func (b *closeTracker) Read(p []byte) (int, error) {
-	if b.closed {
-		return 0, errors.New("http: invalid Read on closed Body")
-	}
-	return b.Reader.Read(p)
-}
-
-func (b *closeTracker) Close() error { b.closed = true; return nil }
-
-// TestHandlerReplaysTheBodyFromMemory: the request body is read whole
-// before next runs (even when "model" comes first), so next can read it
-// after the server has closed the inbound body.
-func TestHandlerReplaysTheBodyFromMemory(t *testing.T) {
-	tr, _, _ := serverTracker(t)
-	body := `{"model":"m","messages":[` + strings.Repeat(`{"role":"user","content":"hi"},`, 500) + `{}]}`
-	in := &closeTracker{Reader: iotest.OneByteReader(strings.NewReader(body))}
+// TestHandlerReadsNothingAhead: the request body is read only as next
+// reads it (the model on the side), so next reads it exactly as without
+// NewHandler, and the model is known once next has read it (issue 17
+// item 5).
+func TestHandlerReadsNothingAhead(t *testing.T) {
+	tr, reader, _ := serverTracker(t)
+	body := `{"messages":[` + strings.Repeat(`{"role":"user","content":"hi"},`, 500) + `{}],"model":"model-1"}`
+	in := &countingBody{Reader: iotest.OneByteReader(strings.NewReader(body))}
 	var got string
 	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		in.closed = true // as net/http does once the response starts, without full duplex
+		assert.Zero(t, in.n, "nothing was read before next")
 		b, err := io.ReadAll(r.Body)
 		require.NoError(t, err)
 		got = string(b)
-	}))
+	}), WithModels("model-1"))
 	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
-	r.Body, r.ContentLength = in, -1
+	r.Body, r.ContentLength = in, 1<<40 // a declared length is not allocated
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	assert.Equal(t, body, got)
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	assert.Equal(t, "model-1", requestAttrs(t, rm)[string(semconv.GenAIRequestModelKey)])
 }
 
-// TestHandlerReadFromUndecoded: an answer that is not decoded (an error
+// countingBody counts the bytes read from it.
+type countingBody struct {
+	io.Reader
+	n int
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.Reader.Read(p)
+	b.n += n
+	return n, err
+}
+
+func (b *countingBody) Close() error { return nil }
+
 // status) goes to the server writer's own ReadFrom, and still counts.
 func TestHandlerReadFromUndecoded(t *testing.T) {
 	tr, _, _ := serverTracker(t)
@@ -869,4 +872,88 @@ func TestHandlerGinStyleStream(t *testing.T) {
 	recs := ended(tr)
 	require.Len(t, recs, 1)
 	assert.Equal(t, OutcomeCanceled, recs[0].Outcome)
+}
+
+// secondRead signals when its body is read a second time: after the
+// first byte a slow client sent, the read that waits for more.
+type secondRead struct {
+	io.ReadCloser
+	reads   int
+	waiting chan<- struct{}
+}
+
+func (b *secondRead) Read(p []byte) (int, error) {
+	if b.reads++; b.reads == 2 {
+		b.waiting <- struct{}{}
+	}
+	return b.ReadCloser.Read(p)
+}
+
+// TestHandlerSlowBodyMemory: 30 connections each declare a 100 MiB body
+// and send 1 byte of it. NewHandler allocates nothing from the declared
+// length: the heap grows by what the connections cost net/http itself
+// (under 64 KiB each; 4 MiB each before, issue 17 item 5).
+func TestHandlerSlowBodyMemory(t *testing.T) {
+	const conns = 30
+	tr, _, _ := serverTracker(t)
+	waiting := make(chan struct{}, conns)
+	measured := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // a handler that wants the whole prompt
+	}))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &secondRead{ReadCloser: r.Body, waiting: waiting}
+		measured.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var clients []net.Conn
+	for range conns {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		require.NoError(t, err)
+		clients = append(clients, c)
+		_, err = io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: llm\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n{")
+		require.NoError(t, err)
+	}
+	for range conns {
+		<-waiting // each handler waits for the second byte
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perConn := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / conns
+	t.Logf("heap per slow connection: %d B", perConn)
+	assert.Less(t, perConn, int64(64<<10), "heap per connection that sent 1 byte")
+	for _, c := range clients {
+		_ = c.Close()
+	}
+}
+
+// TestHandlerHonoursExpectContinue: a handler that answers 401 without
+// reading the body makes the client send none of it (Expect:
+// 100-continue): NewHandler reads nothing ahead (issue 17 item 5).
+func TestHandlerHonoursExpectContinue(t *testing.T) {
+	tr, _, _ := serverTracker(t)
+	srv := httptest.NewServer(NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"message":"no key"}}`, http.StatusUnauthorized)
+	})))
+	defer srv.Close()
+	base := &http.Transport{ExpectContinueTimeout: time.Hour} // wait for the server's word, however long
+	defer base.CloseIdleConnections()
+	body := &countingBody{Reader: strings.NewReader(`{"model":"m","stream":true}`)}
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", body)
+	require.NoError(t, err)
+	req.ContentLength = int64(len(`{"model":"m","stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Expect", "100-continue")
+	resp, err := (&http.Client{Transport: base}).Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.Zero(t, body.n, "the client sent no byte of the body")
+	srv.Close()
+	recs := ended(tr)
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomeError, recs[0].Outcome)
 }

@@ -23,9 +23,19 @@ import (
 type respWriter struct {
 	w    http.ResponseWriter
 	core *httpCore
-	r    *http.Request // the request next got
+	r    *http.Request // the request next gets
+	orig *http.Request // the request ServeHTTP got
 	ep   endpoint
-	req  *Request
+
+	// The request starts once (request): at ServeHTTP's entry when the
+	// model is known then, else when the body has told it or next answers.
+	start   time.Time
+	once    sync.Once
+	beginFn func() // rw.begin, bound once
+	req     *Request
+	modelMu sync.Mutex // guards model: the body may be read on another goroutine
+	model   string
+
 	dec  Decoder     // nil: the answer is not decoded
 	emit func(Frame) // rw.apply, bound once so Decode calls do not allocate
 
@@ -154,6 +164,7 @@ var errFlushNotSupported = fmt.Errorf("llmmetrics: flush: %w", http.ErrNotSuppor
 // the first bytes of the body in p (nil when the header is written by
 // WriteHeader or Flush).
 func (rw *respWriter) header(code int, p []byte) {
+	rw.request() // next answers: the request has started
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
 		return // informational (103 Early Hints): the final status comes later
 	}

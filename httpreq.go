@@ -54,10 +54,12 @@ type httpCore struct {
 	t                        *Tracker
 	cfg                      httpConfig
 	hasOp, hasProv, hasModel bool
-	// wholeBody: read a request body to its end (at most maxRequestBytes)
-	// when it is read at all, so that it is replayed from memory (the
-	// server side: see NewHandler).
-	wholeBody bool
+}
+
+// wantModel reports whether the model is read from the request body: not
+// when the Tracker's attributes name it, nor when the path does (Gemini).
+func (c *httpCore) wantModel(ep endpoint) bool {
+	return !c.hasModel && !(ep.proto == ProtocolGemini && ep.pathModel != "")
 }
 
 func newHTTPCore(t *Tracker, opts []HTTPOption) *httpCore {
@@ -136,7 +138,7 @@ func modelName[T string | []byte](c *httpCore, m T, truncated bool) string {
 // (the caller did not ask for the usage chunk: see usageFilter). req is
 // never modified; its Body is read, and closed when the copy's Body is.
 func (c *httpCore) prepare(req *http.Request, ep endpoint) (out *http.Request, model string, addedUsage bool) {
-	wantModel := !c.hasModel && !(ep.proto == ProtocolGemini && ep.pathModel != "")
+	wantModel := c.wantModel(ep)
 	inject := c.cfg.includeUsage && ep.streamOptions
 	if !(wantModel || inject) || !hasJSONBody(req) {
 		return req, modelName(c, ep.pathModel, false), false
@@ -144,7 +146,7 @@ func (c *httpCore) prepare(req *http.Request, ep endpoint) (out *http.Request, m
 	s := requestScanners.Get().(*jsonstream.Scanner)
 	defer requestScanners.Put(s)
 	s.Reset()
-	buf, err := readAhead(req.Body, req.ContentLength, s, inject || c.wholeBody)
+	buf, err := readAhead(req.Body, req.ContentLength, s, inject)
 
 	model = modelName(c, ep.pathModel, false)
 	if v := &s.Values[rModel]; v.Kind == jsonstream.KindString && v.Complete {
