@@ -586,6 +586,19 @@ func (r *Request) EndAt(t time.Time, err error) Record {
 	return rec
 }
 
+// discard ends r without recording it: only the active count goes back
+// down (a redirect hop of NewTransport is not a request). Later calls, and
+// End after it, do nothing.
+func (r *Request) discard() {
+	r.mu.Lock()
+	done := r.ended
+	r.ended = true
+	r.mu.Unlock()
+	if !done {
+		r.t.inst.active.Add(r.ctx, -1, r.set.active...)
+	}
+}
+
 func outcomeOf(err error) Outcome {
 	switch {
 	case err == nil:

@@ -2,8 +2,10 @@ package llmmetrics
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // NewTransport returns an http.RoundTripper that measures with t every LLM
@@ -20,8 +22,11 @@ import (
 //   - a status of 400 or more ends it when the headers arrive: OutcomeError
 //     with error.type the status code ("429"); the response is returned
 //     unchanged (an error body is not a token stream);
-//   - a 1xx (a protocol upgrade) or 3xx status, or a response without a
-//     body, ends it at once with OutcomeOK;
+//   - a redirect that http.Client follows (301, 302, 303, 307, 308 with a
+//     Location) is a hop, not a request: it is not recorded, and the
+//     request sent to follow it is measured from the first hop's start;
+//   - another 1xx (a protocol upgrade) or 3xx status, or a response
+//     without a body, ends it at once with OutcomeOK;
 //   - otherwise the body is wrapped as by NewReader, with the Decoder that
 //     DetectProtocol chooses from the request path and the Content-Type
 //     (see WithProtocol, WithDecoder): the caller reads the same bytes with
@@ -110,6 +115,11 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 		return next.RoundTrip(req)
 	}
 	start := c.t.cfg.now()
+	if prev := req.Response; prev != nil {
+		if hop, ok := prev.Body.(*redirectHop); ok {
+			start = hop.start // the client follows a redirect: one request from its first hop
+		}
+	}
 	ep := c.endpointOf(req)
 	out, model, addedUsage := c.prepare(req, ep)
 	ctx := req.Context()
@@ -133,6 +143,17 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 	case resp.StatusCode >= 400:
 		r.End(&HTTPStatusError{StatusCode: resp.StatusCode})
 		return resp, nil
+	case isRedirect(resp):
+		// A hop, not a request: it is not recorded. If the client follows
+		// it, the request it sends (whose Response is resp) is measured
+		// from this hop's start.
+		r.discard()
+		body := resp.Body
+		if body == nil {
+			body = http.NoBody
+		}
+		resp.Body = &redirectHop{ReadCloser: body, start: start}
+		return resp, nil
 	case resp.StatusCode < 200 || resp.StatusCode >= 300 || resp.Body == nil || resp.Body == http.NoBody:
 		// Not an answer to decode. A 101's body is the upgraded
 		// connection, an io.ReadWriteCloser that must stay one (otelhttp's
@@ -146,6 +167,24 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 		resp.Body = newUsageFilter(resp.Body)
 	}
 	return resp, nil
+}
+
+// isRedirect reports whether resp is a redirect that http.Client follows:
+// 301, 302, 303, 307 or 308 with a Location.
+func isRedirect(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return len(resp.Header["Location"]) > 0
+	}
+	return false
+}
+
+// redirectHop is the body of a redirect response: the body itself, and
+// when the hop started, for the request that follows it.
+type redirectHop struct {
+	io.ReadCloser
+	start time.Time
 }
 
 // decoder returns the Decoder of a response: WithDecoder's, else the

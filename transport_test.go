@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -704,4 +705,72 @@ func TestBothSidesChooseTheSameDecoder(t *testing.T) {
 			assert.Equal(t, OutcomeOK, c.Outcome)
 		})
 	}
+}
+
+// TestTransportRedirectIsOneRequest: a POST answered with a 307 (or 308),
+// which http.Client follows, is one request measured from its first hop:
+// the hop is not recorded, so one perfect call meets its SLO once, not
+// half the time (issue 17 item 11).
+func TestTransportRedirectIsOneRequest(t *testing.T) {
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			var mu sync.Mutex
+			now := t0
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+			tr, reader := httpTracker(t, WithClock(clock), WithSLO(SLO{TTFT: time.Second}))
+			stream := testdataFile(t, "sse", "openai_chat.sse")
+			mux := http.NewServeMux()
+			mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				advance(300 * time.Millisecond) // the hop takes 300 ms
+				http.Redirect(w, r, "/v2/chat/completions", code)
+			})
+			mux.HandleFunc("/v2/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				assert.JSONEq(t, chatBody, string(b), "the client sends the body again")
+				advance(200 * time.Millisecond)
+				answer(200, "text/event-stream", stream)(w, r)
+			})
+			client, url := newLLMClient(t, tr, mux.ServeHTTP)
+			resp, err := client.Do(post(t, t.Context(), url+"/v1/chat/completions", chatBody))
+			require.NoError(t, err)
+			_, err = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+
+			recs := ended(tr)
+			require.Len(t, recs, 1, "one logical request")
+			assert.Equal(t, OutcomeOK, recs[0].Outcome)
+			assert.Equal(t, t0, recs[0].Start, "measured from the first hop")
+			ttft, ok := recs[0].TTFT()
+			require.True(t, ok)
+			assert.Equal(t, 500*time.Millisecond, ttft, "the hop's 300 ms and the answer's 200 ms")
+			assert.Equal(t, 7, recs[0].OutputTokens)
+			s := tr.Snapshot()
+			assert.Equal(t, 1, s.Requests)
+			assert.Equal(t, 1.0, s.Goodput.Attainment, "one good call of one")
+			assert.Equal(t, map[string]int64{"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=ok llmmetrics.slo_met=true": 1},
+				requestSets(t, reader))
+			assert.Equal(t, int64(0), activeSum(t, reader), "no request left active")
+		})
+	}
+}
+
+// activeSum returns the sum of the requests.active counter.
+func activeSum(t *testing.T, r *sdkmetric.ManualReader) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, r.Collect(context.Background(), &rm))
+	var sum int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == MetricActive {
+				for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+					sum += dp.Value
+				}
+			}
+		}
+	}
+	return sum
 }
