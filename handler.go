@@ -20,8 +20,8 @@ import (
 // in http.go, httpreq.go and transport.go.
 
 // NewHandler returns an http.Handler that measures with t every LLM answer
-// next serves, for a model server or a gateway (use a Tracker with the
-// server role, the default):
+// next serves, for a model server or a gateway, with the server-role
+// instruments whatever the Tracker's role:
 //
 //	mux.Handle("/v1/", llmmetrics.NewHandler(tracker, upstream))
 //
@@ -152,7 +152,7 @@ func (rw *respWriter) begin() {
 	model := rw.model
 	rw.modelMu.Unlock()
 	c := rw.core
-	rw.req = c.t.StartAt(rw.orig.Context(), rw.start, c.attrs(rw.orig, rw.ep, model)...)
+	rw.req = c.t.startAs(rw.orig.Context(), c.t.instFor(RoleServer), rw.start, c.attrs(rw.orig, rw.ep, model))
 }
 
 // request starts the measured request if it has not started, and returns

@@ -123,7 +123,7 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 	ep := c.endpointOf(req)
 	out, model, addedUsage := c.prepare(req, ep)
 	ctx := req.Context()
-	r := c.t.StartAt(ctx, start, c.attrs(req, ep, model)...)
+	r := c.t.startAs(ctx, c.t.instFor(RoleClient), start, c.attrs(req, ep, model))
 
 	resp, err := next.RoundTrip(out)
 	switch {
