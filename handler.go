@@ -19,84 +19,20 @@ import (
 // options, the request's attributes and model, the choice of a decoder) is
 // in http.go, httpreq.go and transport.go.
 
-// NewHandler returns an http.Handler that measures with t every LLM answer
-// next serves, for a model server or a gateway, with the server-role
-// instruments whatever the Tracker's role:
+// NewHandler returns an http.Handler that measures with t, in the server
+// role, every LLM answer next serves, for a model server or a gateway:
 //
 //	mux.Handle("/v1/", llmmetrics.NewHandler(tracker, upstream))
 //
-// Each measured request starts when ServeHTTP is entered and ends exactly
-// once when it returns, whatever happens. next gets a ResponseWriter that
-// passes every byte, header and flush through unchanged and at once; on the
-// side, the bytes next writes are given to a Decoder, chosen when the
-// header is written (by WriteHeader, or by the first Write or Flush) as
-// NewTransport chooses it: from the response's Content-Type (when next sets
-// none, from the type net/http sniffs from the first Write: a body that
-// starts with '{' or '[' is then a JSON answer unless the path tells a
-// stream of JSON values) and the request path (DetectProtocol, WithProtocol,
-// WithDecoder; WithDecoder's function gets a response holding the status
-// and the header next wrote, without a Body). A compressed answer
-// (Content-Encoding) is not decoded.
-//
-// Timing. net/http buffers what a handler writes until it flushes, so a
-// token-carrying frame is timed when it is flushed to the client: its token
-// count is held (never its bytes) and recorded at the next Flush (or
-// FlushError, or http.ResponseController's Flush), at the time of that
-// Flush. Reasoning frames (Frame.Reasoning) are held apart and recorded
-// with ReasoningChunkAt, so TTFO is the flush of the first answer token.
-// Frames flushed together arrive together (one TTFT or ITL gap, then gaps
-// of 0, as a client reading them in one Read sees them). A
-// handler that never flushes is timed at return: net/http sends what it
-// buffered when ServeHTTP returns, so its frames are recorded then (TTFT
-// then equals E2EL, which is what its client sees unless more than net/http's
-// 4 KiB buffer was written). httputil.ReverseProxy flushes after every write
-// of an event stream.
-//
-// The request ends when ServeHTTP returns (held frames and the usage seen
-// are applied first):
-//
-//   - status 400 or more written by next: OutcomeError with error.type the
-//     status code ("500"), as an *HTTPStatusError; the error body is not
-//     decoded;
-//   - an error object in the stream (Frame.Err): OutcomeError with the
-//     stream's error;
-//   - the client went away before the end (the request's context is done,
-//     or a Write or Flush failed on the connection) and the protocol's end marker ([DONE],
-//     message_stop, …) was not written: OutcomeCanceled; a Write or Flush
-//     that failed for the handler's own reason (http.ErrContentLength,
-//     ErrBodyNotAllowed, ErrHijacked): OutcomeError, error.type "write";
-//   - next panicked with http.ErrAbortHandler (as ReverseProxy does when
-//     the upstream or the client breaks off): OutcomeCanceled; any other
-//     panic: OutcomeError with error.type "panic". The panic goes on (it is
-//     re-panicked with the same value) after the request has ended;
-//   - otherwise OutcomeOK (1xx, 3xx and bodies without frames included:
-//     outcome and E2EL only). A non-streaming JSON answer has its E2EL and
-//     the token counts of its usage (NewJSONDecoder), no TTFT, TPOT or ITL.
-//
-// Attributes: gen_ai.operation.name from the path, gen_ai.provider.name
-// from the protocol (or a well-known Host), gen_ai.request.model from the
-// request body's "model" (or Gemini's path), then WithRequestAttributes.
-// The model is read on the side as next reads the JSON request body
-// (nothing is read ahead, no byte is kept: Expect: 100-continue is
-// honoured and memory does not follow a declared Content-Length); the
-// request starts, at the time ServeHTTP was entered, once the model is
-// known or next answers.
-// Whoever sends the requests chooses the model names, so they must not
-// grow the number of series: names outside WithModels' allowlist become
-// "_OTHER", and without WithModels every name does (a server knows the
-// models it serves; WithRequestAttributes can map requests to attributes
-// of its own, which it must keep low-cardinality). WithIncludeUsage does
-// not apply to a server. Only POST requests are measured unless WithFilter
-// says otherwise; the others, and all requests when t is nil, go to next
-// untouched.
-//
-// The ResponseWriter next gets has Flush, FlushError and Unwrap (so
-// http.ResponseController's SetReadDeadline, SetWriteDeadline and
-// EnableFullDuplex reach the server's own writer), and CloseNotify, Hijack, Push and
-// ReadFrom only when the writer it wraps has them. Its ReadFrom keeps the
-// wrapped writer's zero-copy path (sendfile, splice) for an answer that is
-// not decoded (an error status, a compressed body); an answer that is
-// decoded is copied through Write, since the decoder must see its bytes.
+// A request starts when ServeHTTP is entered and ends exactly once when it
+// returns. next gets a ResponseWriter that passes every byte, header and
+// flush through at once, with the optional interfaces of the server's
+// writer (http.CloseNotifier, Hijacker, Pusher, ReaderFrom) and Flush,
+// FlushError and Unwrap for http.ResponseController. The bytes next writes
+// are decoded on the side, and a token is timed when it is flushed to the
+// client. The request body is never read ahead: the model is read as next
+// reads it (names outside WithModels' allowlist become "_OTHER"). The
+// outcome, the decoder choice and the memory bounds are in docs/http.md.
 //
 // The returned Handler is safe for concurrent use if next is.
 func NewHandler(t *Tracker, next http.Handler, opts ...HTTPOption) http.Handler {

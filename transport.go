@@ -8,49 +8,21 @@ import (
 	"time"
 )
 
-// NewTransport returns an http.RoundTripper that measures with t every LLM
-// request sent through base (nil base: http.DefaultTransport, looked up at
-// each round trip), for any client that takes an *http.Client:
+// NewTransport returns an http.RoundTripper that measures with t, in the
+// client role, every LLM request sent through base (nil base:
+// http.DefaultTransport), for any client that takes an *http.Client:
 //
 //	hc := &http.Client{Transport: llmmetrics.NewTransport(tracker, nil)}
 //
-// Each round trip is one request, from the moment RoundTrip is called (TTFT
-// includes connecting and queueing) until the response body ends:
-//
-//   - a transport error ends it at once: OutcomeError, or OutcomeCanceled
-//     when the request's context is done;
-//   - a status of 400 or more ends it when the headers arrive: OutcomeError
-//     with error.type the status code ("429"); the response is returned
-//     unchanged (an error body is not a token stream);
-//   - a redirect that http.Client follows (301, 302, 303, 307, 308 with a
-//     Location) is a hop, not a request: it is not recorded, and the
-//     request sent to follow it is measured from the first hop's start;
-//   - another 1xx (a protocol upgrade) or 3xx status, or a response
-//     without a body, ends it at once with OutcomeOK;
-//   - otherwise the body is wrapped as by NewReader, with the Decoder that
-//     DetectProtocol chooses from the request path and the Content-Type
-//     (see WithProtocol, WithDecoder): the caller reads the same bytes with
-//     no added delay, and the request ends exactly once, at EOF, on a read
-//     error, when the context is done, or at Close (OutcomeCanceled when
-//     the body is closed before the protocol's end marker arrived).
-//     A non-streaming JSON answer is measured by NewJSONDecoder: E2EL and
-//     its usage, no TTFT. A body that is still compressed (the caller set
-//     Accept-Encoding itself) is not decoded: outcome and E2EL only.
-//
-// The request's measurements carry gen_ai.operation.name (from the path),
-// gen_ai.provider.name (from the host, else the protocol) and
-// gen_ai.request.model (from the body's "model", or the path for Gemini),
-// unless the Tracker's own attributes (WithAttributes) set them, then the
-// attributes of WithRequestAttributes; see also WithModels. To read the
-// model, the start of a JSON request body is read before it is sent (up to
-// the "model" member, at most 4 MiB) and replayed to base.
-//
-// The caller's request is never modified: when its body must be replayed
-// or rewritten (WithIncludeUsage), base gets a copy. Only POST requests are
-// measured unless WithFilter says otherwise. A client that retries (as the
-// OpenAI and Anthropic SDKs do) sends each attempt through the transport:
-// each attempt is its own request (a 503 then a success count as one
-// failed and one successful request). A nil Tracker measures nothing.
+// Each round trip is one request, from the call of RoundTrip until the
+// response body ends: the body is wrapped as by NewReader, with the Decoder
+// chosen from the Content-Type and the request path (DetectProtocol,
+// WithProtocol, WithDecoder). A status of 400 or more is OutcomeError with
+// error.type the status code; a transport error is returned unchanged. A
+// followed redirect is one request measured from its first hop. The
+// caller's request is never modified, and each retry attempt is its own
+// request. docs/http.md has the details: outcomes, redirects, attributes,
+// memory. A nil Tracker measures nothing.
 //
 // The returned RoundTripper is safe for concurrent use if base is.
 func NewTransport(t *Tracker, base http.RoundTripper, opts ...HTTPOption) http.RoundTripper {
