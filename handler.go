@@ -58,16 +58,23 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &respWriter{w: w, core: c, r: r, orig: r, ep: c.endpointOf(r), start: c.t.cfg.now()}
 	rw.emit, rw.beginFn = rw.apply, rw.begin
 	rw.model = modelName(c, rw.ep.pathModel, false)
-	if c.wantModel(rw.ep) && hasJSONBody(r) {
-		// The model is read from the body as next reads it: nothing is
-		// read ahead, so Expect: 100-continue is honoured and memory
-		// follows the bytes received. The request starts once the model
-		// is known, or when next answers, whichever comes first.
+	if r.Body != nil && r.Body != http.NoBody {
+		// Nothing is read ahead: Expect: 100-continue is honoured and
+		// memory follows the bytes received. When the model is read from
+		// the body (as next reads it), the request starts once it is
+		// known, or when next answers, whichever comes first.
+		b := &reqBody{rc: r.Body, rw: rw, size: r.ContentLength}
+		if c.wantModel(rw.ep) && hasJSONBody(r) {
+			b.s = requestScanners.Get().(*jsonstream.Scanner)
+			b.s.Reset()
+		}
 		in := new(http.Request)
 		*in = *r
-		in.Body = &modelBody{rc: r.Body, rw: rw, s: requestScanners.Get().(*jsonstream.Scanner)}
-		in.Body.(*modelBody).s.Reset()
+		in.Body = b
 		rw.r = in
+		if b.s == nil {
+			rw.request()
+		}
 	} else {
 		rw.request()
 	}
@@ -99,19 +106,36 @@ func (rw *respWriter) request() *Request {
 	return rw.req
 }
 
-// modelBody is the request body next reads when the model is read from
-// it: the bytes next reads go on the side to a JSON scanner until the
-// "model" member is known (or the body tells it is not there), then the
-// request starts. It reads nothing next does not ask for and keeps no byte.
-type modelBody struct {
-	rc io.ReadCloser
-	rw *respWriter
-	s  *jsonstream.Scanner // nil once the model is known
+// reqBody is the request body next reads. It reads nothing next does not
+// ask for and keeps no byte. While the model is wanted, the bytes next
+// reads go on the side to a JSON scanner until the "model" member is known
+// (or the body tells it is not there); then the request starts. Once the
+// body has given all it declared (Content-Length) or io.EOF, it answers
+// io.EOF itself: a proxy's transport reads once more after the declared
+// length, and net/http's HTTP/1 server may have closed the inbound body by
+// then, when the response started (golang/go#40747), which would make the
+// transport drop the upstream connection mid-stream.
+type reqBody struct {
+	rc   io.ReadCloser
+	rw   *respWriter
+	s    *jsonstream.Scanner // nil once the model is known, or when it is not wanted
+	size int64               // the declared length; -1: unknown
+	n    int64               // bytes read
+	eof  bool
 }
 
 // Read implements io.Reader.
-func (b *modelBody) Read(p []byte) (int, error) {
+func (b *reqBody) Read(p []byte) (int, error) {
+	if b.eof || b.size >= 0 && b.n >= b.size {
+		b.eof = true
+		if b.s != nil {
+			b.found("")
+		}
+		return 0, io.EOF
+	}
 	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	b.eof = err == io.EOF
 	if s := b.s; s != nil {
 		if n > 0 {
 			s.Feed(p[:n])
@@ -130,7 +154,7 @@ func (b *modelBody) Read(p []byte) (int, error) {
 
 // found ends the search with the model m ("" for none) and starts the
 // request.
-func (b *modelBody) found(m string) {
+func (b *reqBody) found(m string) {
 	rw := b.rw
 	if m != "" {
 		rw.modelMu.Lock()
@@ -143,7 +167,7 @@ func (b *modelBody) found(m string) {
 }
 
 // Close implements io.Closer.
-func (b *modelBody) Close() error { return b.rc.Close() }
+func (b *reqBody) Close() error { return b.rc.Close() }
 
 // end ends the request when ServeHTTP returns, after a panic p if not nil.
 func (rw *respWriter) end(p any) {

@@ -957,3 +957,45 @@ func TestHandlerHonoursExpectContinue(t *testing.T) {
 	require.Len(t, recs, 1)
 	assert.Equal(t, OutcomeError, recs[0].Outcome)
 }
+
+// closedAfter is a request body that fails every Read once its bytes are
+// gone, as net/http's HTTP/1 body does once the server has closed it.
+type closedAfter struct{ r *strings.Reader }
+
+func (b *closedAfter) Read(p []byte) (int, error) {
+	if b.r.Len() == 0 {
+		return 0, errors.New("http: invalid Read on closed Body")
+	}
+	return b.r.Read(p)
+}
+
+func (b *closedAfter) Close() error { return nil }
+
+// TestHandlerBodyEndsAtItsDeclaredLength: after the declared Content-Length
+// the body next reads answers io.EOF itself, so the extra Read a proxy's
+// transport makes after the declared length does not reach an inbound body
+// the server closed when the response started (golang/go#40747; the
+// gateway example's test runs it through a real ReverseProxy).
+func TestHandlerBodyEndsAtItsDeclaredLength(t *testing.T) {
+	for _, wantModel := range []bool{true, false} {
+		t.Run(fmt.Sprintf("model read from the body: %v", wantModel), func(t *testing.T) {
+			var opts []Option
+			if !wantModel {
+				opts = append(opts, WithAttributes(semconv.GenAIRequestModel("m")))
+			}
+			tr, _, _ := serverTracker(t, opts...)
+			body := `{"model":"m","messages":[]}`
+			var got []byte
+			var err error
+			NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got, err = io.ReadAll(r.Body)
+			})).ServeHTTP(httptest.NewRecorder(), func() *http.Request {
+				r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+				r.Body, r.ContentLength = &closedAfter{strings.NewReader(body)}, int64(len(body))
+				return r
+			}())
+			require.NoError(t, err)
+			assert.Equal(t, body, string(got))
+		})
+	}
+}
