@@ -405,7 +405,8 @@ func WithIncludeUsage() HTTPOption {
 
 // WithRequestAttributes sets a function that returns extra attributes for
 // each request's measurements, read from the caller's request (which it
-// must not modify); it runs on the goroutine of the round trip. Its
+// must not modify); it runs on the goroutine of the round trip (for
+// NewHandler: next's, or the one that reads the request body). Its
 // attributes win over the automatic ones of the same key. Keep them
 // low-cardinality: each distinct set is a series (the Tracker's attribute
 // cache is bounded, see WithAttributeCacheSize, but the metrics backend's
