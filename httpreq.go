@@ -2,12 +2,14 @@ package llmmetrics
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
@@ -77,6 +79,28 @@ func newHTTPCore(t *Tracker, opts []HTTPOption) *httpCore {
 		}
 	}
 	return c
+}
+
+// instFor returns the instruments of role: the Tracker's own (WithRole),
+// or the other role's, created on first use and then kept (the instruments
+// whose names both roles share are the Tracker's own).
+func (t *Tracker) instFor(role Role) *instruments {
+	if role == t.cfg.role {
+		return &t.inst
+	}
+	t.otherOnce.Do(func() {
+		cfg := t.cfg
+		cfg.role = role
+		in, err := newInstruments(cfg)
+		if err != nil {
+			otel.Handle(fmt.Errorf("llmmetrics: creating the instruments of the %v role: %w", role, err))
+			t.other = t.inst // record under the Tracker's own names rather than not at all
+			return
+		}
+		in.ttfo, in.tokens, in.requests, in.active = t.inst.ttfo, t.inst.tokens, t.inst.requests, t.inst.active
+		t.other = in
+	})
+	return &t.other
 }
 
 // endpointOf classifies the request's path, with WithProtocol applied.

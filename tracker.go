@@ -351,28 +351,6 @@ func (t *Tracker) StartAt(ctx context.Context, start time.Time, attrs ...attribu
 	return t.startAs(ctx, &t.inst, start, attrs)
 }
 
-// instFor returns the instruments of role: the Tracker's own (WithRole),
-// or the other role's, created on first use and then kept (the instruments
-// whose names both roles share are the Tracker's own).
-func (t *Tracker) instFor(role Role) *instruments {
-	if role == t.cfg.role {
-		return &t.inst
-	}
-	t.otherOnce.Do(func() {
-		cfg := t.cfg
-		cfg.role = role
-		in, err := newInstruments(cfg)
-		if err != nil {
-			otel.Handle(fmt.Errorf("llmmetrics: creating the instruments of the %v role: %w", role, err))
-			t.other = t.inst // record under the Tracker's own names rather than not at all
-			return
-		}
-		in.ttfo, in.tokens, in.requests, in.active = t.inst.ttfo, t.inst.tokens, t.inst.requests, t.inst.active
-		t.other = in
-	})
-	return &t.other
-}
-
 // startAs is StartAt recording with the instruments in.
 func (t *Tracker) startAs(ctx context.Context, in *instruments, start time.Time, attrs []attribute.KeyValue) *Request {
 	if ctx == nil {
@@ -617,19 +595,6 @@ func (r *Request) EndAt(t time.Time, err error) Record {
 	}
 	r.t.finish(r.ctx, r.inst, r.set, rec, err)
 	return rec
-}
-
-// discard ends r without recording it: only the active count goes back
-// down (a redirect hop of NewTransport is not a request). Later calls, and
-// End after it, do nothing.
-func (r *Request) discard() {
-	r.mu.Lock()
-	done := r.ended
-	r.ended = true
-	r.mu.Unlock()
-	if !done {
-		r.inst.active.Add(r.ctx, -1, r.set.active...)
-	}
 }
 
 func outcomeOf(err error) Outcome {

@@ -152,6 +152,19 @@ func isRedirect(resp *http.Response) bool {
 	return false
 }
 
+// discard ends r without recording it: only the active count goes back
+// down (a redirect hop of NewTransport is not a request). Later calls, and
+// End after it, do nothing.
+func (r *Request) discard() {
+	r.mu.Lock()
+	done := r.ended
+	r.ended = true
+	r.mu.Unlock()
+	if !done {
+		r.inst.active.Add(r.ctx, -1, r.set.active...)
+	}
+}
+
 // redirectHop is the body of a redirect response: the body itself, and
 // when the hop started, for the request that follows it.
 type redirectHop struct {
