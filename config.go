@@ -153,7 +153,12 @@ func WithAttributes(attrs ...attribute.KeyValue) Option {
 	})
 }
 
-// WithRole selects the server (default) or client metric names.
+// WithRole selects the server (default) or client metric names of the
+// requests started with Start and StartAt. The HTTP wrappers decide the
+// role themselves, whatever WithRole says: NewTransport and Middleware
+// record the client-role instruments, NewHandler the server-role ones
+// (the other role's are created once, on first use), so one Tracker can
+// measure both sides of a gateway.
 func WithRole(r Role) Option {
 	return optionFunc(func(c *config) {
 		if r != RoleServer && r != RoleClient {

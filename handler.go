@@ -4,7 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"os"
+	"syscall"
+
+	"github.com/llmmetrics/llmmetrics/internal/jsonstream"
 )
 
 // This file holds the server side of the HTTP integration: NewHandler,
@@ -13,89 +19,25 @@ import (
 // options, the request's attributes and model, the choice of a decoder) is
 // in http.go, httpreq.go and transport.go.
 
-// NewHandler returns an http.Handler that measures with t every LLM answer
-// next serves, for a model server or a gateway (use a Tracker with the
-// server role, the default):
+// NewHandler returns an http.Handler that measures with t, in the server
+// role, every LLM answer next serves, for a model server or a gateway:
 //
 //	mux.Handle("/v1/", llmmetrics.NewHandler(tracker, upstream))
 //
-// Each measured request starts when ServeHTTP is entered and ends exactly
-// once when it returns, whatever happens. next gets a ResponseWriter that
-// passes every byte, header and flush through unchanged and at once; on the
-// side, the bytes next writes are given to a Decoder, chosen when the
-// header is written (by WriteHeader, or by the first Write or Flush) as
-// NewTransport chooses it: from the response's Content-Type (when next sets
-// none, from the type net/http sniffs from the first Write: a body that
-// starts with '{' or '[' is then a JSON answer unless the path tells a
-// stream of JSON values) and the request path (DetectProtocol, WithProtocol,
-// WithDecoder; WithDecoder's function gets a response holding the status
-// and the header next wrote, without a Body). A compressed answer
-// (Content-Encoding) is not decoded.
-//
-// Timing. net/http buffers what a handler writes until it flushes, so a
-// token-carrying frame is timed when it is flushed to the client: its token
-// count is held (never its bytes) and recorded at the next Flush (or
-// FlushError, or http.ResponseController's Flush), at the time of that
-// Flush. Reasoning frames (Frame.Reasoning) are held apart and recorded
-// with ReasoningChunkAt, so TTFO is the flush of the first answer token.
-// Frames flushed together arrive together (one TTFT or ITL gap, then gaps
-// of 0, as a client reading them in one Read sees them). A
-// handler that never flushes is timed at return: net/http sends what it
-// buffered when ServeHTTP returns, so its frames are recorded then (TTFT
-// then equals E2EL, which is what its client sees unless more than net/http's
-// 4 KiB buffer was written). httputil.ReverseProxy flushes after every write
-// of an event stream.
-//
-// The request ends when ServeHTTP returns (held frames and the usage seen
-// are applied first):
-//
-//   - status 400 or more written by next: OutcomeError with error.type the
-//     status code ("500"), as an *HTTPStatusError; the error body is not
-//     decoded;
-//   - an error object in the stream (Frame.Err): OutcomeError with the
-//     stream's error;
-//   - the client went away before the end (the request's context is done,
-//     or a Write or Flush failed) and the protocol's end marker ([DONE],
-//     message_stop, …) was not written: OutcomeCanceled;
-//   - next panicked with http.ErrAbortHandler (as ReverseProxy does when
-//     the upstream or the client breaks off): OutcomeCanceled; any other
-//     panic: OutcomeError with error.type "panic". The panic goes on (it is
-//     re-panicked with the same value) after the request has ended;
-//   - otherwise OutcomeOK (1xx, 3xx and bodies without frames included:
-//     outcome and E2EL only). A non-streaming JSON answer has its E2EL and
-//     the token counts of its usage (NewJSONDecoder), no TTFT, TPOT or ITL.
-//
-// Attributes: gen_ai.operation.name from the path, gen_ai.provider.name
-// from the protocol (or a well-known Host), gen_ai.request.model from the
-// request body's "model" (or Gemini's path), then WithRequestAttributes.
-// To read the model, a JSON request body is read whole before next runs
-// (at most 4 MiB; not when the Tracker's attributes name the model) and
-// next gets a shallow copy of the request whose Body returns the same
-// bytes from memory, so nothing downstream (a proxy's transport still
-// reading it while the answer streams back) reads a body the server has
-// already closed; the rest of a longer body follows from the connection.
-// Whoever sends the requests chooses the model names, so they must not
-// grow the number of series: names outside WithModels' allowlist become
-// "_OTHER", and without WithModels every name does (a server knows the
-// models it serves; WithRequestAttributes can map requests to attributes
-// of its own, which it must keep low-cardinality). WithIncludeUsage does
-// not apply to a server. Only POST requests are measured unless WithFilter
-// says otherwise; the others, and all requests when t is nil, go to next
-// untouched.
-//
-// The ResponseWriter next gets has Flush, FlushError and Unwrap (so
-// http.ResponseController's SetReadDeadline, SetWriteDeadline and
-// EnableFullDuplex reach the server's own writer), and Hijack, Push and
-// ReadFrom only when the writer it wraps has them. Its ReadFrom keeps the
-// wrapped writer's zero-copy path (sendfile, splice) for an answer that is
-// not decoded (an error status, a compressed body); an answer that is
-// decoded is copied through Write, since the decoder must see its bytes.
+// A request starts when ServeHTTP is entered and ends exactly once when it
+// returns. next gets a ResponseWriter that passes every byte, header and
+// flush through at once, with the optional interfaces of the server's
+// writer (http.CloseNotifier, Hijacker, Pusher, ReaderFrom) and Flush,
+// FlushError and Unwrap for http.ResponseController. The bytes next writes
+// are decoded on the side, and a token is timed when it is flushed to the
+// client. The request body is never read ahead: the model is read as next
+// reads it (names outside WithModels' allowlist become "_OTHER"). The
+// outcome, the decoder choice and the memory bounds are in docs/http.md.
 //
 // The returned Handler is safe for concurrent use if next is.
 func NewHandler(t *Tracker, next http.Handler, opts ...HTTPOption) http.Handler {
 	c := newHTTPCore(t, opts)
 	c.cfg.includeUsage = false // the request is the client's, not ours to change
-	c.wholeBody = true
 	if c.cfg.models == nil {
 		c.cfg.models = map[string]string{} // every client-supplied name folds into "_OTHER"
 	}
@@ -113,12 +55,29 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
-	start := c.t.cfg.now()
-	ep := c.endpointOf(r)
-	in, model := c.prepare(r, ep)
-	rw := &respWriter{w: w, core: c, r: in, ep: ep}
-	rw.req = c.t.StartAt(r.Context(), start, c.attrs(r, ep, model)...)
-	rw.emit = rw.apply
+	rw := &respWriter{w: w, core: c, r: r, orig: r, ep: c.endpointOf(r), start: c.t.cfg.now()}
+	rw.emit, rw.beginFn = rw.apply, rw.begin
+	rw.model = modelName(c, rw.ep.pathModel, false)
+	if r.Body != nil && r.Body != http.NoBody {
+		// Nothing is read ahead: Expect: 100-continue is honoured and
+		// memory follows the bytes received. When the model is read from
+		// the body (as next reads it), the request starts once it is
+		// known, or when next answers, whichever comes first.
+		b := &reqBody{rc: r.Body, rw: rw, size: r.ContentLength}
+		if c.wantModel(rw.ep) && hasJSONBody(r) {
+			b.s = requestScanners.Get().(*jsonstream.Scanner)
+			b.s.Reset()
+		}
+		in := new(http.Request)
+		*in = *r
+		in.Body = b
+		rw.r = in
+		if b.s == nil {
+			rw.request()
+		}
+	} else {
+		rw.request()
+	}
 	defer func() {
 		p := recover()
 		rw.end(p)
@@ -126,11 +85,93 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(p)
 		}
 	}()
-	h.next.ServeHTTP(rw.wrap(), in)
+	h.next.ServeHTTP(rw.wrap(), rw.r)
 }
+
+// begin starts the measured request, at the time ServeHTTP was entered,
+// with the model known by now; run once, through request.
+func (rw *respWriter) begin() {
+	rw.modelMu.Lock()
+	model := rw.model
+	rw.modelMu.Unlock()
+	c := rw.core
+	rw.req = c.t.startAs(rw.orig.Context(), c.t.instFor(RoleServer), rw.start, c.attrs(rw.orig, rw.ep, model))
+}
+
+// request starts the measured request if it has not started, and returns
+// it. The body's reader (modelBody, perhaps on another goroutine) and the
+// writer's methods both call it.
+func (rw *respWriter) request() *Request {
+	rw.once.Do(rw.beginFn)
+	return rw.req
+}
+
+// reqBody is the request body next reads. It reads nothing next does not
+// ask for and keeps no byte. While the model is wanted, the bytes next
+// reads go on the side to a JSON scanner until the "model" member is known
+// (or the body tells it is not there); then the request starts. Once the
+// body has given all it declared (Content-Length) or io.EOF, it answers
+// io.EOF itself: a proxy's transport reads once more after the declared
+// length, and net/http's HTTP/1 server may have closed the inbound body by
+// then, when the response started (golang/go#40747), which would make the
+// transport drop the upstream connection mid-stream.
+type reqBody struct {
+	rc   io.ReadCloser
+	rw   *respWriter
+	s    *jsonstream.Scanner // nil once the model is known, or when it is not wanted
+	size int64               // the declared length; -1: unknown
+	n    int64               // bytes read
+	eof  bool
+}
+
+// Read implements io.Reader.
+func (b *reqBody) Read(p []byte) (int, error) {
+	if b.eof || b.size >= 0 && b.n >= b.size {
+		b.eof = true
+		if b.s != nil {
+			b.found("")
+		}
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	b.n += int64(n)
+	b.eof = err == io.EOF
+	if s := b.s; s != nil {
+		if n > 0 {
+			s.Feed(p[:n])
+		}
+		v := &s.Values[rModel]
+		switch {
+		case v.Kind == jsonstream.KindString && v.Complete:
+			b.found(modelName(b.rw.core, v.Str, v.Truncated))
+		case err != nil, s.Done(), s.Err() != nil, s.Offset() > maxRequestBytes,
+			v.Kind != jsonstream.KindNone && v.Kind != jsonstream.KindString:
+			b.found("") // no model in the body: the path's, if any
+		}
+	}
+	return n, err
+}
+
+// found ends the search with the model m ("" for none) and starts the
+// request.
+func (b *reqBody) found(m string) {
+	rw := b.rw
+	if m != "" {
+		rw.modelMu.Lock()
+		rw.model = m
+		rw.modelMu.Unlock()
+	}
+	requestScanners.Put(b.s)
+	b.s = nil
+	rw.request()
+}
+
+// Close implements io.Closer.
+func (b *reqBody) Close() error { return b.rc.Close() }
 
 // end ends the request when ServeHTTP returns, after a panic p if not nil.
 func (rw *respWriter) end(p any) {
+	rw.request()
 	if rw.dec != nil {
 		rw.dec.Flush(rw.emit)
 	}
@@ -153,10 +194,12 @@ func (rw *respWriter) endErr(p any) error {
 		return &HTTPStatusError{StatusCode: rw.status}
 	case rw.streamErr != nil:
 		return rw.streamErr
+	case rw.writeErr != nil && !connectionFailed(rw.writeErr):
+		return &writeError{rw.writeErr} // the handler's own failure, even after the end marker
 	case rw.sawDone:
 		return nil // complete, even if the client left right after the end
 	}
-	if err := rw.req.ctx.Err(); err != nil {
+	if err := rw.orig.Context().Err(); err != nil {
 		return err
 	}
 	if rw.writeErr != nil {
@@ -164,6 +207,41 @@ func (rw *respWriter) endErr(p any) error {
 	}
 	return nil
 }
+
+// connectionFailed reports whether a failed Write or Flush means the
+// connection to the client failed (the client went away): a network error
+// (net.Error: a reset, a broken pipe, a deadline), a closed connection or
+// pipe, or a context error. Anything else, such as the handler's own
+// misuse (http.ErrContentLength, http.ErrBodyNotAllowed, http.ErrHijacked),
+// is the handler's failure.
+func connectionFailed(err error) bool {
+	var ne net.Error
+	switch {
+	case errors.Is(err, http.ErrContentLength), errors.Is(err, http.ErrBodyNotAllowed), errors.Is(err, http.ErrHijacked):
+		return false
+	case errors.As(err, &ne),
+		errors.Is(err, net.ErrClosed), errors.Is(err, io.ErrClosedPipe),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, os.ErrDeadlineExceeded),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return true
+	}
+	return false
+}
+
+// writeError ends a request whose handler's own Write or Flush failed for
+// a reason other than the connection (http.ErrContentLength, …):
+// OutcomeError with error.type "write".
+type writeError struct{ err error }
+
+func (e *writeError) Error() string {
+	return "llmmetrics: the handler's write failed: " + e.err.Error()
+}
+func (e *writeError) Unwrap() error { return e.err }
+
+// ErrorType returns "write", the error.type of the request.
+func (e *writeError) ErrorType() string { return "write" }
 
 // errAborted ends a request whose handler panicked with
 // http.ErrAbortHandler. It wraps context.Canceled: OutcomeCanceled.

@@ -4,11 +4,16 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -240,7 +245,9 @@ func TestHandlerOutcomes(t *testing.T) {
 // client has gone.
 type failingWriter struct{ *httptest.ResponseRecorder }
 
-func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("write: broken pipe") }
+func (failingWriter) Write([]byte) (int, error) {
+	return 0, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", syscall.EPIPE)}
+}
 
 // requestsErrorType returns the error.type of the one requests data point
 // ("" when it has none).
@@ -349,6 +356,7 @@ func TestHandlerCardinalityBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, reader, _ := serverTracker(t)
 			h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body) // the model is read as next reads the body
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, `{"usage":{"prompt_tokens":1,"completion_tokens":1}}`)
 			}), tc.opts...)
@@ -486,43 +494,44 @@ func TestHandlerFlushReachesTheClient(t *testing.T) {
 	}
 }
 
-// closeTracker is a request body that records whether it was closed and
-// fails reads after Close, as a server's body does.
-type closeTracker struct {
-	io.Reader
-	closed bool
-}
-
-func (b *closeTracker) Read(p []byte) (int, error) {
-	if b.closed {
-		return 0, errors.New("http: invalid Read on closed Body")
-	}
-	return b.Reader.Read(p)
-}
-
-func (b *closeTracker) Close() error { b.closed = true; return nil }
-
-// TestHandlerReplaysTheBodyFromMemory: the request body is read whole
-// before next runs (even when "model" comes first), so next can read it
-// after the server has closed the inbound body.
-func TestHandlerReplaysTheBodyFromMemory(t *testing.T) {
-	tr, _, _ := serverTracker(t)
-	body := `{"model":"m","messages":[` + strings.Repeat(`{"role":"user","content":"hi"},`, 500) + `{}]}`
-	in := &closeTracker{Reader: iotest.OneByteReader(strings.NewReader(body))}
+// TestHandlerReadsNothingAhead: the request body is read only as next
+// reads it (the model on the side), so next reads it exactly as without
+// NewHandler, and the model is known once next has read it (issue 17
+// item 5).
+func TestHandlerReadsNothingAhead(t *testing.T) {
+	tr, reader, _ := serverTracker(t)
+	body := `{"messages":[` + strings.Repeat(`{"role":"user","content":"hi"},`, 500) + `{}],"model":"model-1"}`
+	in := &countingBody{Reader: iotest.OneByteReader(strings.NewReader(body))}
 	var got string
 	h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		in.closed = true // as net/http does once the response starts, without full duplex
+		assert.Zero(t, in.n, "nothing was read before next")
 		b, err := io.ReadAll(r.Body)
 		require.NoError(t, err)
 		got = string(b)
-	}))
+	}), WithModels("model-1"))
 	r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
-	r.Body, r.ContentLength = in, -1
+	r.Body, r.ContentLength = in, 1<<40 // a declared length is not allocated
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	assert.Equal(t, body, got)
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	assert.Equal(t, "model-1", requestAttrs(t, rm)[string(semconv.GenAIRequestModelKey)])
 }
 
-// TestHandlerReadFromUndecoded: an answer that is not decoded (an error
+// countingBody counts the bytes read from it.
+type countingBody struct {
+	io.Reader
+	n int
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.Reader.Read(p)
+	b.n += n
+	return n, err
+}
+
+func (b *countingBody) Close() error { return nil }
+
 // status) goes to the server writer's own ReadFrom, and still counts.
 func TestHandlerReadFromUndecoded(t *testing.T) {
 	tr, _, _ := serverTracker(t)
@@ -599,4 +608,394 @@ func TestHandlerWriterThatCannotFlush(t *testing.T) {
 	ttft, _ := rec.TTFT()
 	assert.Equal(t, 2*time.Millisecond, ttft, "held until the end")
 	assert.Equal(t, 1, rec.Chunks)
+}
+
+// TestHandlerOwnWriteErrors: a Write that fails because of the handler
+// itself (more bytes than its Content-Length, a body on a 204, a write
+// after Hijack) is the handler's failure, OutcomeError with error.type
+// "write", not a client that went away (issue 17 item 10). A real server
+// returns these errors; a connection failure stays Canceled (TestHandlerOutcomes).
+func TestHandlerOwnWriteErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		handler http.HandlerFunc
+		want    error
+	}{
+		{"http.ErrContentLength", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Length", "2")
+			_, _ = io.WriteString(w, "{}")
+			_, err := io.WriteString(w, "more")
+			require.ErrorIs(t, err, http.ErrContentLength)
+		}, http.ErrContentLength},
+		{"http.ErrBodyNotAllowed", func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusNoContent)
+			_, err := io.WriteString(w, "{}")
+			require.ErrorIs(t, err, http.ErrBodyNotAllowed)
+		}, http.ErrBodyNotAllowed},
+		{"http.ErrHijacked", func(w http.ResponseWriter, r *http.Request) {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			require.NoError(t, err)
+			_, err = io.WriteString(w, "{}")
+			require.ErrorIs(t, err, http.ErrHijacked)
+			_ = conn.Close()
+		}, http.ErrHijacked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, reader, _ := serverTracker(t)
+			done := make(chan struct{})
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				defer close(done)
+				NewHandler(tr, tc.handler).ServeHTTP(w, r)
+			}))
+			defer srv.Close()
+			base := &http.Transport{}
+			defer base.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: base}).Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m"}`))
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+			<-done
+			recs := ended(tr)
+			require.Len(t, recs, 1)
+			assert.Equal(t, OutcomeError, recs[0].Outcome)
+			assert.Equal(t, "write", requestsErrorType(t, reader))
+		})
+	}
+}
+
+// optWriter is a ResponseWriter with the optional interfaces its flags say.
+type optWriter struct{ *httptest.ResponseRecorder }
+type cnWriter struct{ ch chan bool }
+type hjWriter struct{}
+type psWriter struct{}
+type rfWriter struct{}
+
+func (c cnWriter) CloseNotify() <-chan bool { return c.ch }
+func (hjWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return nil, nil, errors.New("test: no connection")
+}
+func (psWriter) Push(string, *http.PushOptions) error { return http.ErrNotSupported }
+func (rfWriter) ReadFrom(r io.Reader) (int64, error)  { return io.Copy(io.Discard, r) }
+
+// TestHandlerKeepsEveryOptionalInterface: next sees CloseNotify, Hijack,
+// Push and ReadFrom exactly when the server's writer has them, in each of
+// the 16 combinations (issue 17 item 6; httpsnoop's Wrap does the same).
+func TestHandlerKeepsEveryOptionalInterface(t *testing.T) {
+	for mask := range 16 {
+		cn, hj, ps, rf := mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0
+		t.Run(fmt.Sprintf("closenotify=%v hijack=%v push=%v readfrom=%v", cn, hj, ps, rf), func(t *testing.T) {
+			var w http.ResponseWriter = optWriter{httptest.NewRecorder()}
+			ch := make(chan bool, 1)
+			// Build the writer from embedded parts: a struct type per combination.
+			w = combine(w, cn, hj, ps, rf, ch)
+			tr, _, _ := serverTracker(t)
+			NewHandler(tr, http.HandlerFunc(func(got http.ResponseWriter, r *http.Request) {
+				c, isCN := got.(http.CloseNotifier) //lint:ignore SA1019 the interface under test
+				_, isHJ := got.(http.Hijacker)
+				_, isPS := got.(http.Pusher)
+				_, isRF := got.(io.ReaderFrom)
+				assert.Equal(t, []bool{cn, hj, ps, rf}, []bool{isCN, isHJ, isPS, isRF})
+				if isCN {
+					ch <- true
+					assert.True(t, <-c.CloseNotify(), "the server writer's channel")
+				}
+				_, isSW := got.(io.StringWriter)
+				assert.True(t, isSW)
+			})).ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(`{}`)))
+		})
+	}
+}
+
+// combine returns w with the optional interfaces chosen.
+func combine(w http.ResponseWriter, cn, hj, ps, rf bool, ch chan bool) http.ResponseWriter {
+	type (
+		C = cnWriter
+		H = hjWriter
+		P = psWriter
+		R = rfWriter
+	)
+	rw := w.(optWriter)
+	c := C{ch}
+	switch [4]bool{cn, hj, ps, rf} {
+	case [4]bool{false, false, false, false}:
+		return rw
+	case [4]bool{true, false, false, false}:
+		return struct {
+			optWriter
+			C
+		}{rw, c}
+	case [4]bool{false, true, false, false}:
+		return struct {
+			optWriter
+			H
+		}{rw, H{}}
+	case [4]bool{true, true, false, false}:
+		return struct {
+			optWriter
+			C
+			H
+		}{rw, c, H{}}
+	case [4]bool{false, false, true, false}:
+		return struct {
+			optWriter
+			P
+		}{rw, P{}}
+	case [4]bool{true, false, true, false}:
+		return struct {
+			optWriter
+			C
+			P
+		}{rw, c, P{}}
+	case [4]bool{false, true, true, false}:
+		return struct {
+			optWriter
+			H
+			P
+		}{rw, H{}, P{}}
+	case [4]bool{true, true, true, false}:
+		return struct {
+			optWriter
+			C
+			H
+			P
+		}{rw, c, H{}, P{}}
+	case [4]bool{false, false, false, true}:
+		return struct {
+			optWriter
+			R
+		}{rw, R{}}
+	case [4]bool{true, false, false, true}:
+		return struct {
+			optWriter
+			C
+			R
+		}{rw, c, R{}}
+	case [4]bool{false, true, false, true}:
+		return struct {
+			optWriter
+			H
+			R
+		}{rw, H{}, R{}}
+	case [4]bool{true, true, false, true}:
+		return struct {
+			optWriter
+			C
+			H
+			R
+		}{rw, c, H{}, R{}}
+	case [4]bool{false, false, true, true}:
+		return struct {
+			optWriter
+			P
+			R
+		}{rw, P{}, R{}}
+	case [4]bool{true, false, true, true}:
+		return struct {
+			optWriter
+			C
+			P
+			R
+		}{rw, c, P{}, R{}}
+	case [4]bool{false, true, true, true}:
+		return struct {
+			optWriter
+			H
+			P
+			R
+		}{rw, H{}, P{}, R{}}
+	}
+	return struct {
+		optWriter
+		C
+		H
+		P
+		R
+	}{rw, c, H{}, P{}, R{}}
+}
+
+// ginStream does what gin's Context.Stream does (gin v1.10, context.go):
+// it asserts http.CloseNotifier on the writer (gin's responseWriter.CloseNotify
+// does w.ResponseWriter.(http.CloseNotifier).CloseNotify(), which panics
+// when the writer lacks it) and stops when the channel says the client left.
+func ginStream(w http.ResponseWriter, step func(w io.Writer) bool) bool {
+	clientGone := w.(http.CloseNotifier).CloseNotify() //lint:ignore SA1019 what gin does
+	for {
+		select {
+		case <-clientGone:
+			return true
+		default:
+			keepOpen := step(w)
+			w.(http.Flusher).Flush()
+			if !keepOpen {
+				return false
+			}
+		}
+	}
+}
+
+// TestHandlerGinStyleStream: a gin-style handler behind NewHandler on a
+// real server streams, learns through CloseNotify that the client left,
+// and the request is Canceled (issue 17 item 6).
+func TestHandlerGinStyleStream(t *testing.T) {
+	tr, _, _ := serverTracker(t)
+	type result struct {
+		gone  bool
+		panic any
+	}
+	done := make(chan result, 1)
+	srv := httptest.NewServer(NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var res result
+		defer func() {
+			res.panic = recover()
+			done <- res
+		}()
+		w.Header().Set("Content-Type", "text/event-stream")
+		res.gone = ginStream(w, func(w io.Writer) bool {
+			_, _ = io.WriteString(w, sseChunk("x"))
+			return true // an endless stream: only CloseNotify stops it
+		})
+	})))
+	defer srv.Close()
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: base}).Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"m","stream":true}`))
+	require.NoError(t, err)
+	_, err = bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close()) // the client leaves mid-stream
+	base.CloseIdleConnections()
+	res := <-done
+	require.Nil(t, res.panic, "gin's assertion of http.CloseNotifier")
+	assert.True(t, res.gone, "the handler learned that the client left")
+	srv.Close() // waits for the handler to return
+	recs := ended(tr)
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomeCanceled, recs[0].Outcome)
+}
+
+// secondRead signals when its body is read a second time: after the
+// first byte a slow client sent, the read that waits for more.
+type secondRead struct {
+	io.ReadCloser
+	reads   int
+	waiting chan<- struct{}
+}
+
+func (b *secondRead) Read(p []byte) (int, error) {
+	if b.reads++; b.reads == 2 {
+		b.waiting <- struct{}{}
+	}
+	return b.ReadCloser.Read(p)
+}
+
+// TestHandlerSlowBodyMemory: 30 connections each declare a 100 MiB body
+// and send 1 byte of it. NewHandler allocates nothing from the declared
+// length: the heap grows by what the connections cost net/http itself
+// (under 64 KiB each; 4 MiB each before, issue 17 item 5).
+func TestHandlerSlowBodyMemory(t *testing.T) {
+	const conns = 30
+	tr, _, _ := serverTracker(t)
+	waiting := make(chan struct{}, conns)
+	measured := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // a handler that wants the whole prompt
+	}))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &secondRead{ReadCloser: r.Body, waiting: waiting}
+		measured.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var clients []net.Conn
+	for range conns {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		require.NoError(t, err)
+		clients = append(clients, c)
+		_, err = io.WriteString(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: llm\r\nContent-Type: application/json\r\nContent-Length: 104857600\r\n\r\n{")
+		require.NoError(t, err)
+	}
+	for range conns {
+		<-waiting // each handler waits for the second byte
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perConn := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / conns
+	t.Logf("heap per slow connection: %d B", perConn)
+	assert.Less(t, perConn, int64(64<<10), "heap per connection that sent 1 byte")
+	for _, c := range clients {
+		_ = c.Close()
+	}
+}
+
+// TestHandlerHonoursExpectContinue: a handler that answers 401 without
+// reading the body makes the client send none of it (Expect:
+// 100-continue): NewHandler reads nothing ahead (issue 17 item 5).
+func TestHandlerHonoursExpectContinue(t *testing.T) {
+	tr, _, _ := serverTracker(t)
+	srv := httptest.NewServer(NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error":{"message":"no key"}}`, http.StatusUnauthorized)
+	})))
+	defer srv.Close()
+	base := &http.Transport{ExpectContinueTimeout: time.Hour} // wait for the server's word, however long
+	defer base.CloseIdleConnections()
+	body := &countingBody{Reader: strings.NewReader(`{"model":"m","stream":true}`)}
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", body)
+	require.NoError(t, err)
+	req.ContentLength = int64(len(`{"model":"m","stream":true}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Expect", "100-continue")
+	resp, err := (&http.Client{Transport: base}).Do(req)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	assert.Zero(t, body.n, "the client sent no byte of the body")
+	srv.Close()
+	recs := ended(tr)
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomeError, recs[0].Outcome)
+}
+
+// closedAfter is a request body that fails every Read once its bytes are
+// gone, as net/http's HTTP/1 body does once the server has closed it.
+type closedAfter struct{ r *strings.Reader }
+
+func (b *closedAfter) Read(p []byte) (int, error) {
+	if b.r.Len() == 0 {
+		return 0, errors.New("http: invalid Read on closed Body")
+	}
+	return b.r.Read(p)
+}
+
+func (b *closedAfter) Close() error { return nil }
+
+// TestHandlerBodyEndsAtItsDeclaredLength: after the declared Content-Length
+// the body next reads answers io.EOF itself, so the extra Read a proxy's
+// transport makes after the declared length does not reach an inbound body
+// the server closed when the response started (golang/go#40747; the
+// gateway example's test runs it through a real ReverseProxy).
+func TestHandlerBodyEndsAtItsDeclaredLength(t *testing.T) {
+	for _, wantModel := range []bool{true, false} {
+		t.Run(fmt.Sprintf("model read from the body: %v", wantModel), func(t *testing.T) {
+			var opts []Option
+			if !wantModel {
+				opts = append(opts, WithAttributes(semconv.GenAIRequestModel("m")))
+			}
+			tr, _, _ := serverTracker(t, opts...)
+			body := `{"model":"m","messages":[]}`
+			var got []byte
+			var err error
+			NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got, err = io.ReadAll(r.Body)
+			})).ServeHTTP(httptest.NewRecorder(), func() *http.Request {
+				r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+				r.Body, r.ContentLength = &closedAfter{strings.NewReader(body)}, int64(len(body))
+				return r
+			}())
+			require.NoError(t, err)
+			assert.Equal(t, body, string(got))
+		})
+	}
 }

@@ -23,9 +23,19 @@ import (
 type respWriter struct {
 	w    http.ResponseWriter
 	core *httpCore
-	r    *http.Request // the request next got
+	r    *http.Request // the request next gets
+	orig *http.Request // the request ServeHTTP got
 	ep   endpoint
-	req  *Request
+
+	// The request starts once (request): at ServeHTTP's entry when the
+	// model is known then, else when the body has told it or next answers.
+	start   time.Time
+	once    sync.Once
+	beginFn func() // rw.begin, bound once
+	req     *Request
+	modelMu sync.Mutex // guards model: the body may be read on another goroutine
+	model   string
+
 	dec  Decoder     // nil: the answer is not decoded
 	emit func(Frame) // rw.apply, bound once so Decode calls do not allocate
 
@@ -107,6 +117,27 @@ func (rw *respWriter) FlushError() error {
 // Unwrap returns the server's ResponseWriter, for http.ResponseController.
 func (rw *respWriter) Unwrap() http.ResponseWriter { return rw.w }
 
+// WriteString implements io.StringWriter, as Write does.
+func (rw *respWriter) WriteString(s string) (int, error) { return rw.Write([]byte(s)) }
+
+// SetReadDeadline sets the server writer's read deadline, as
+// http.ResponseController does (http.ErrNotSupported when it cannot).
+func (rw *respWriter) SetReadDeadline(d time.Time) error {
+	return http.NewResponseController(rw.w).SetReadDeadline(d)
+}
+
+// SetWriteDeadline sets the server writer's write deadline, as
+// http.ResponseController does (http.ErrNotSupported when it cannot).
+func (rw *respWriter) SetWriteDeadline(d time.Time) error {
+	return http.NewResponseController(rw.w).SetWriteDeadline(d)
+}
+
+// EnableFullDuplex enables the server writer's full duplex mode, as
+// http.ResponseController does (http.ErrNotSupported when it cannot).
+func (rw *respWriter) EnableFullDuplex() error {
+	return http.NewResponseController(rw.w).EnableFullDuplex()
+}
+
 // flush flushes w as http.ResponseController.Flush does, without
 // allocating.
 func flush(w http.ResponseWriter) error {
@@ -133,6 +164,7 @@ var errFlushNotSupported = fmt.Errorf("llmmetrics: flush: %w", http.ErrNotSuppor
 // the first bytes of the body in p (nil when the header is written by
 // WriteHeader or Flush).
 func (rw *respWriter) header(code int, p []byte) {
+	rw.request() // next answers: the request has started
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
 		return // informational (103 Early Hints): the final status comes later
 	}
@@ -153,14 +185,15 @@ func (rw *respWriter) header(code int, p []byte) {
 // when none were written before the header was sent).
 func (rw *respWriter) choose(p []byte) {
 	h := rw.w.Header()
-	ct, sniffed := "", false
+	ct := ""
 	if v, ok := h["Content-Type"]; ok {
 		if len(v) > 0 {
 			ct = v[0]
 		}
 	} else if len(p) > 0 {
-		// net/http sends the type it sniffs from the first bytes; mirror it.
-		ct, sniffed = http.DetectContentType(p), true
+		// net/http sends the type it sniffs from the first bytes; the
+		// decoder is chosen from it, as the client will (autoDecoder).
+		ct = http.DetectContentType(p)
 	}
 	var ce string
 	if v := h["Content-Encoding"]; len(v) > 0 {
@@ -172,26 +205,7 @@ func (rw *respWriter) choose(p []byte) {
 			return
 		}
 	}
-	ep := rw.ep
-	if sniffed && startsJSON(p) && ep.proto != ProtocolOllama && !ep.geminiStream {
-		ep.proto = ProtocolJSON // an answer without a Content-Type: net/http calls JSON text/plain
-	}
-	rw.dec = autoDecoder(ep, ce, ct)
-}
-
-// startsJSON reports whether p's first byte that is not white space opens
-// a JSON object or array.
-func startsJSON(p []byte) bool {
-	for _, b := range p {
-		switch b {
-		case ' ', '\t', '\r', '\n':
-			continue
-		case '{', '[':
-			return true
-		}
-		return false
-	}
-	return false
+	rw.dec = autoDecoder(rw.ep, ce, ct)
 }
 
 // apply takes one frame of the answer: its tokens are held until they are
@@ -270,14 +284,50 @@ func (rf readFrom) ReadFrom(src io.Reader) (int64, error) {
 // writerOnly hides a writer's ReadFrom from io.CopyBuffer.
 type writerOnly struct{ io.Writer }
 
-// wrap returns rw as the ResponseWriter next gets: with Hijack, Push and
-// ReadFrom only where the server's writer has them.
+// wrap returns rw as the ResponseWriter next gets: with CloseNotify,
+// Hijack, Push and ReadFrom only where the server's writer has them (one
+// struct type per combination, as github.com/felixge/httpsnoop's Wrap
+// does), so a caller that type-asserts one (gin's Context.Stream asserts
+// http.CloseNotifier) finds what the server offers, and no more. Flush,
+// FlushError, WriteString, Unwrap and the deadline methods are always
+// there: they report http.ErrNotSupported, as http.ResponseController
+// does, when the server's writer cannot.
 func (rw *respWriter) wrap() http.ResponseWriter {
+	cn, isCN := rw.w.(http.CloseNotifier) //lint:ignore SA1019 kept for the callers that still assert it (gin)
 	hj, isHJ := rw.w.(http.Hijacker)
 	ps, isPS := rw.w.(http.Pusher)
 	rf, isRF := rw.w.(io.ReaderFrom)
 	r := readFrom{rw, rf}
 	switch {
+	case isCN && isHJ && isPS && isRF:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			http.Hijacker
+			http.Pusher
+			io.ReaderFrom
+		}{rw, cn, hj, ps, r}
+	case isCN && isHJ && isPS:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			http.Hijacker
+			http.Pusher
+		}{rw, cn, hj, ps}
+	case isCN && isHJ && isRF:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			http.Hijacker
+			io.ReaderFrom
+		}{rw, cn, hj, r}
+	case isCN && isPS && isRF:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			http.Pusher
+			io.ReaderFrom
+		}{rw, cn, ps, r}
 	case isHJ && isPS && isRF:
 		return struct {
 			*respWriter
@@ -285,6 +335,24 @@ func (rw *respWriter) wrap() http.ResponseWriter {
 			http.Pusher
 			io.ReaderFrom
 		}{rw, hj, ps, r}
+	case isCN && isHJ:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			http.Hijacker
+		}{rw, cn, hj}
+	case isCN && isPS:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			http.Pusher
+		}{rw, cn, ps}
+	case isCN && isRF:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+			io.ReaderFrom
+		}{rw, cn, r}
 	case isHJ && isPS:
 		return struct {
 			*respWriter
@@ -303,6 +371,11 @@ func (rw *respWriter) wrap() http.ResponseWriter {
 			http.Pusher
 			io.ReaderFrom
 		}{rw, ps, r}
+	case isCN:
+		return struct {
+			*respWriter
+			http.CloseNotifier
+		}{rw, cn}
 	case isHJ:
 		return struct {
 			*respWriter

@@ -101,6 +101,12 @@ func (p Protocol) NewDecoder(opts ...DecoderOption) Decoder {
 //	other or none             as the path says (…/api/chat, …/api/generate:     the path's protocol, else
 //	                          ProtocolOllama; the rows above)                   ProtocolUnknown
 //
+// NewTransport, Middleware and NewHandler add one rule that needs the
+// body: an answer of type text/plain or none (what a Go server sends when
+// its handler sets no type; NewHandler uses the type net/http sniffs) whose
+// first byte that is not white space is '{' or '[' is ProtocolJSON, unless
+// the path tells a stream of JSON values (Ollama, :streamGenerateContent).
+//
 // Paths are matched by their suffix, so prefixes do not matter (Azure's
 // /openai/deployments/NAME/chat/completions, OpenRouter's
 // /api/v1/chat/completions, Groq's /openai/v1/…, vLLM's /v1/…); a query or
@@ -378,7 +384,12 @@ func WithDecoder(f func(req *http.Request, resp *http.Response) Decoder) HTTPOpt
 // object; an explicit include_usage, true or false, is left alone). The
 // server then ends the stream with a usage chunk, which NewOpenAIDecoder
 // reads; without it N is the number of token-carrying chunks, a lower
-// bound. openai-go and go-openai do not ask for it by default.
+// bound. openai-go and go-openai do not ask for it by default. The caller
+// does not see the chunk it did not ask for: when the library added
+// include_usage, the usage-only event ("choices": [] and a usage object) is
+// left out of the bytes the caller reads (the decoder still reads it), so a
+// loop that indexes Choices[0] of every chunk keeps working; see
+// docs/http.md.
 //
 // The caller's request is not modified: the request sent is a copy whose
 // Body, GetBody, ContentLength and Content-Length header (if set) describe
@@ -394,7 +405,8 @@ func WithIncludeUsage() HTTPOption {
 
 // WithRequestAttributes sets a function that returns extra attributes for
 // each request's measurements, read from the caller's request (which it
-// must not modify); it runs on the goroutine of the round trip. Its
+// must not modify); it runs on the goroutine of the round trip (for
+// NewHandler: next's, or the one that reads the request body). Its
 // attributes win over the automatic ones of the same key. Keep them
 // low-cardinality: each distinct set is a series (the Tracker's attribute
 // cache is bounded, see WithAttributeCacheSize, but the metrics backend's

@@ -2,12 +2,14 @@ package llmmetrics
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
@@ -54,10 +56,12 @@ type httpCore struct {
 	t                        *Tracker
 	cfg                      httpConfig
 	hasOp, hasProv, hasModel bool
-	// wholeBody: read a request body to its end (at most maxRequestBytes)
-	// when it is read at all, so that it is replayed from memory (the
-	// server side: see NewHandler).
-	wholeBody bool
+}
+
+// wantModel reports whether the model is read from the request body: not
+// when the Tracker's attributes name it, nor when the path does (Gemini).
+func (c *httpCore) wantModel(ep endpoint) bool {
+	return !c.hasModel && !(ep.proto == ProtocolGemini && ep.pathModel != "")
 }
 
 func newHTTPCore(t *Tracker, opts []HTTPOption) *httpCore {
@@ -75,6 +79,29 @@ func newHTTPCore(t *Tracker, opts []HTTPOption) *httpCore {
 		}
 	}
 	return c
+}
+
+// instFor returns the instruments of role: the Tracker's own (WithRole),
+// or the other role's, created on first use and then kept (the instruments
+// whose names both roles share are the Tracker's own).
+func (t *Tracker) instFor(role Role) *instruments {
+	if role == t.cfg.role {
+		return &t.inst
+	}
+	t.otherOnce.Do(func() {
+		cfg := t.cfg
+		cfg.role = role
+		in, err := newInstruments(cfg)
+		if err != nil {
+			otel.Handle(fmt.Errorf("llmmetrics: creating the instruments of the %v role: %w", role, err))
+			t.other = t.inst // record under the Tracker's own names rather than not at all
+			return
+		}
+		in.ttfo, in.tokens, in.requests, in.active = t.inst.ttfo, t.inst.tokens, t.inst.requests, t.inst.active
+		in.cachedInput, in.cacheWrite = t.inst.cachedInput, t.inst.cacheWrite
+		t.other = in
+	})
+	return &t.other
 }
 
 // endpointOf classifies the request's path, with WithProtocol applied.
@@ -132,24 +159,25 @@ func modelName[T string | []byte](c *httpCore, m T, truncated bool) string {
 // path names it (Gemini), and with WithIncludeUsage whether to add
 // stream_options — and returns the request to send (req itself when its
 // body was not read, else a shallow copy whose Body replays what was read)
-// and the model name. req is never modified; its Body is read, and closed
-// when the copy's Body is.
-func (c *httpCore) prepare(req *http.Request, ep endpoint) (*http.Request, string) {
-	wantModel := !c.hasModel && !(ep.proto == ProtocolGemini && ep.pathModel != "")
+// and the model name, and whether it added stream_options.include_usage
+// (the caller did not ask for the usage chunk: see usageFilter). req is
+// never modified; its Body is read, and closed when the copy's Body is.
+func (c *httpCore) prepare(req *http.Request, ep endpoint) (out *http.Request, model string, addedUsage bool) {
+	wantModel := c.wantModel(ep)
 	inject := c.cfg.includeUsage && ep.streamOptions
 	if !(wantModel || inject) || !hasJSONBody(req) {
-		return req, modelName(c, ep.pathModel, false)
+		return req, modelName(c, ep.pathModel, false), false
 	}
 	s := requestScanners.Get().(*jsonstream.Scanner)
 	defer requestScanners.Put(s)
 	s.Reset()
-	buf, err := readAhead(req.Body, req.ContentLength, s, inject || c.wholeBody)
+	buf, err := readAhead(req.Body, req.ContentLength, s, inject)
 
-	model := modelName(c, ep.pathModel, false)
+	model = modelName(c, ep.pathModel, false)
 	if v := &s.Values[rModel]; v.Kind == jsonstream.KindString && v.Complete {
 		model = modelName(c, v.Str, v.Truncated)
 	}
-	out := new(http.Request)
+	out = new(http.Request)
 	*out = *req
 	if inject && err == io.EOF && s.Done() && s.Values[rStream].Kind == jsonstream.KindTrue {
 		if body, ok := withIncludeUsage(buf, s); ok {
@@ -161,7 +189,7 @@ func (c *httpCore) prepare(req *http.Request, ep endpoint) (*http.Request, strin
 				out.Header = req.Header.Clone()
 				out.Header.Set("Content-Length", strconv.Itoa(len(body)))
 			}
-			return out, model
+			return out, model, true
 		}
 	}
 	if err == io.EOF || err == nil && req.ContentLength > 0 && int64(len(buf)) == req.ContentLength {
@@ -173,14 +201,14 @@ func (c *httpCore) prepare(req *http.Request, ep endpoint) (*http.Request, strin
 		if out.GetBody == nil { // it can be replayed now (redirects, retries on a stale connection)
 			out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
 		}
-		return out, model
+		return out, model, false
 	}
 	rb := &replayBody{head: buf, rest: req.Body, c: req.Body}
 	if err != nil {
 		rb.rest = errReader{err} // the transport sees the same read error
 	}
 	out.Body = rb
-	return out, model
+	return out, model, false
 }
 
 // hasJSONBody reports whether req has an uncompressed body that may be

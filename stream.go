@@ -27,40 +27,19 @@ func (stoppedError) ErrorType() string { return "canceled" }
 
 // NewReader wraps body (typically an HTTP response body) so that reading it
 // measures req. The caller reads exactly the bytes and errors body returns,
-// with no buffering and no added delay; on the side, each byte read is given
-// to dec, and each frame dec completes is applied to req at once: Chunk with
-// its tokens (ReasoningChunk when Frame.Reasoning), SetUsage and
-// SetReasoningTokens with its usage, and its stream error is remembered
-// (after the frame's tokens and usage are applied).
+// with no buffering and no added delay; on the side, each byte read goes
+// to dec, and each frame dec completes is applied to req at once (Chunk or
+// ReasoningChunk, SetUsage, SetReasoningTokens; the clock is read once per
+// Read).
 //
-// The request ends exactly once, whichever comes first:
-//   - at io.EOF: OutcomeOK, or OutcomeError with the stream's own error
-//     (an error object inside the stream);
-//   - on any other read error: OutcomeError with that error;
-//   - on Close before EOF: OutcomeCanceled (ErrStopped), unless the
-//     protocol's end marker ([DONE], message_stop) has arrived: then the
-//     stream is complete and ends as at EOF with what came before the
-//     marker (an error frame after it counts only when read to EOF); or
-//     unless the stream reported an error (openai-go closes the body right
-//     after an error event): then OutcomeError with that error;
-//   - when req's context is done: OutcomeCanceled, even while the caller is
-//     blocked in Read (at once, if it is done already when NewReader is
-//     called; the caller's bytes still flow).
-//
-// Close ends the request first, then closes body if it is an io.Closer.
-// Usage the stream reported in the frames read so far is applied before End
-// (a usage chunk sent after [DONE] is only seen by a caller that reads to
-// EOF). The
-// returned ReadCloser's Read and Close may be called from different
-// goroutines, as http.Response.Body allows; Read itself is not for
-// concurrent use, like any io.Reader.
-//
-// Frames completed by one Read arrived together: the clock is read once per
-// Read that completes a token-carrying frame, and each of its frames is
-// applied with ChunkAt (or ReasoningChunkAt) at that instant.
-//
-// A nil dec finds no frames (only the outcome and E2EL are measured); a nil
-// body reads as an error (the request ends with OutcomeError).
+// The request ends exactly once: at io.EOF (OutcomeOK, or OutcomeError
+// with an error the stream reported); on another read error (OutcomeError);
+// at Close or when req's context is done (OutcomeCanceled, unless the
+// protocol's end marker, such as [DONE], or a stream error came first: then
+// as at EOF). Close ends the request, then closes body if it is an
+// io.Closer; Read and Close may be called from different goroutines, as
+// http.Response.Body allows. A nil dec finds no frames; a nil body reads as
+// an error. See docs/http.md.
 func NewReader(req *Request, body io.Reader, dec Decoder) io.ReadCloser {
 	if body == nil {
 		body = errReader{errNoBody}
@@ -81,8 +60,22 @@ func NewReader(req *Request, body io.Reader, dec Decoder) io.ReadCloser {
 	}
 	// The watcher may run at once (ctx done meanwhile) on another goroutine,
 	// before stopWatch is assigned: it ends the request without touching it.
-	r.stopWatch = context.AfterFunc(req.ctx, func() { r.endOnce(req.ctx.Err()) })
+	r.stopWatch = context.AfterFunc(req.ctx, r.watch)
 	return r
+}
+
+// watch ends the request when its context is done, as Close would: a
+// stream whose end marker has arrived is complete (the caller may cancel
+// between [DONE] and Close), and one that reported an error ends with it.
+func (r *reader) watch() {
+	switch err := r.closeErr.Load(); {
+	case r.sawDone.Load():
+		r.endOnce(r.doneErr)
+	case err != nil:
+		r.endOnce(*err)
+	default:
+		r.endOnce(r.req.ctx.Err())
+	}
 }
 
 type reader struct {

@@ -752,3 +752,50 @@ func TestReaderReadsTheClockOncePerRead(t *testing.T) {
 	assert.Equal(t, []time.Duration{0, 0, time.Millisecond}, rec.ITL, "frames of one Read arrived together")
 	assert.Equal(t, t0.Add(time.Millisecond), rec.FirstToken)
 }
+
+// TestReaderContextEndsAfterTheEndMarker: a caller that cancels its context
+// once it has read [DONE], before Close, got a complete answer: OK, not
+// Canceled (issue 17 item 9). synctest.Wait lets the context watcher run
+// before Close, the order that lost the answer; run with -race.
+func TestReaderContextEndsAfterTheEndMarker(t *testing.T) {
+	tests := []struct {
+		name    string
+		stream  string
+		outcome Outcome
+	}{
+		{"after the end marker: OK", "t 1\nt 1\nd\n", OutcomeOK},
+		{"after an error frame and the end marker: Error", "t 1\ne overloaded\nd\n", OutcomeError},
+		{"after an error frame: Error", "t 1\ne overloaded\n", OutcomeError},
+		{"before the end marker: Canceled", "t 1\nt 1\n", OutcomeCanceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				tr, _ := newTestTracker(t)
+				ctx, cancel := context.WithCancel(context.Background())
+				pr, pw := io.Pipe()
+				go func() { _, _ = io.WriteString(pw, tt.stream) }() // the connection stays open
+				rc := NewReader(tr.Start(ctx), pr, &lineDecoder{})
+				br := bufio.NewReader(rc)
+				for range strings.Count(tt.stream, "\n") {
+					_, err := br.ReadString('\n')
+					require.NoError(t, err)
+				}
+				cancel()
+				synctest.Wait() // the watcher has ended the request
+				s := tr.Snapshot()
+				assert.Equal(t, 1, s.Completed+s.Failed+s.Canceled, "ended by the watcher, before Close")
+				require.NoError(t, rc.Close())
+				_ = pw.Close()
+				switch tt.outcome {
+				case OutcomeOK:
+					assert.Equal(t, 1, tr.Snapshot().Completed)
+				case OutcomeError:
+					assert.Equal(t, 1, tr.Snapshot().Failed)
+				case OutcomeCanceled:
+					assert.Equal(t, 1, tr.Snapshot().Canceled)
+				}
+			})
+		})
+	}
+}

@@ -109,6 +109,11 @@ type Tracker struct {
 	inst instruments
 	base *attrSet
 
+	// The other role's instruments, for the HTTP wrappers, which decide
+	// the role themselves (NewTransport: client; NewHandler: server).
+	otherOnce sync.Once
+	other     instruments
+
 	cacheMu sync.RWMutex
 	cache   map[attribute.Distinct]*attrSet
 
@@ -251,10 +256,9 @@ func (t *Tracker) newAttrSet(s attribute.Set) *attrSet {
 	as := &attrSet{attrs: s.ToSlice(), errs: make(map[errKey]*endOpts)}
 	as.rec = []metric.RecordOption{metric.WithAttributeSet(s)}
 	as.active = []metric.AddOption{metric.WithAttributeSet(s)}
-	if t.cfg.role == RoleClient {
-		as.inUse = []metric.RecordOption{metric.WithAttributeSet(as.with(semconv.GenAITokenTypeInput))}
-		as.outUse = []metric.RecordOption{metric.WithAttributeSet(as.with(semconv.GenAITokenTypeOutput))}
-	}
+	// Both roles: a client request may use a server Tracker (NewTransport).
+	as.inUse = []metric.RecordOption{metric.WithAttributeSet(as.with(semconv.GenAITokenTypeInput))}
+	as.outUse = []metric.RecordOption{metric.WithAttributeSet(as.with(semconv.GenAITokenTypeOutput))}
 	return as
 }
 
@@ -346,7 +350,8 @@ func (t *Tracker) setFor(attrs []attribute.KeyValue) *attrSet {
 	return as
 }
 
-// Role returns the role the Tracker measures (WithRole).
+// Role returns the role of the requests started with Start and StartAt
+// (WithRole); the HTTP wrappers choose their own (see WithRole).
 func (t *Tracker) Role() Role { return t.cfg.role }
 
 // SLO returns the Tracker's SLO and whether one was set (WithSLO).
@@ -366,6 +371,11 @@ func (t *Tracker) Start(ctx context.Context, attrs ...attribute.KeyValue) *Reque
 // instant, not the zero time.Time: in a Record a zero time means "unset", so
 // a token or End at offset 0 from a zero start would read as missing.
 func (t *Tracker) StartAt(ctx context.Context, start time.Time, attrs ...attribute.KeyValue) *Request {
+	return t.startAs(ctx, &t.inst, start, attrs)
+}
+
+// startAs is StartAt recording with the instruments in.
+func (t *Tracker) startAs(ctx context.Context, in *instruments, start time.Time, attrs []attribute.KeyValue) *Request {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -373,8 +383,8 @@ func (t *Tracker) StartAt(ctx context.Context, start time.Time, attrs ...attribu
 	if len(attrs) > 0 {
 		set = t.setFor(attrs)
 	}
-	r := &Request{t: t, set: set, ctx: ctx, start: start}
-	t.inst.active.Add(ctx, 1, set.active...)
+	r := &Request{t: t, inst: in, set: set, ctx: ctx, start: start}
+	in.active.Add(ctx, 1, set.active...)
 	return r
 }
 
@@ -393,6 +403,7 @@ func (t *Tracker) StartAt(ctx context.Context, start time.Time, attrs ...attribu
 // Start.
 type Request struct {
 	t     *Tracker
+	inst  *instruments // the role's: the Tracker's own, or the HTTP wrapper's
 	set   *attrSet
 	ctx   context.Context
 	start time.Time
@@ -495,12 +506,12 @@ func (r *Request) chunkAt(t time.Time, tokens int, answer bool) {
 	r.mu.Unlock()
 
 	if first {
-		r.t.inst.ttft.Record(r.ctx, off.Seconds(), r.set.rec...)
+		r.inst.ttft.Record(r.ctx, off.Seconds(), r.set.rec...)
 	} else {
-		r.t.inst.itl.Record(r.ctx, gap.Seconds(), r.set.rec...)
+		r.inst.itl.Record(r.ctx, gap.Seconds(), r.set.rec...)
 	}
 	if firstOut {
-		r.t.inst.ttfo.Record(r.ctx, off.Seconds(), r.set.rec...)
+		r.inst.ttfo.Record(r.ctx, off.Seconds(), r.set.rec...)
 	}
 }
 
@@ -605,7 +616,7 @@ func (r *Request) EndAt(t time.Time, err error) Record {
 	if low {
 		otel.Handle(fmt.Errorf("%w: usage says %d, %d chunks arrived; N is %d", ErrUsageBelowChunks, r.output, rec.Chunks, rec.OutputTokens))
 	}
-	r.t.finish(r.ctx, r.set, rec, err)
+	r.t.finish(r.ctx, r.inst, r.set, rec, err)
 	return rec
 }
 
@@ -669,7 +680,7 @@ func (t *Tracker) errorType(err error) string {
 }
 
 // finish records the measurements of an ended request.
-func (t *Tracker) finish(ctx context.Context, set *attrSet, rec Record, err error) {
+func (t *Tracker) finish(ctx context.Context, in *instruments, set *attrSet, rec Record, err error) {
 	st := sloNone
 	if t.cfg.hasSLO {
 		st = sloMissed
@@ -679,33 +690,33 @@ func (t *Tracker) finish(ctx context.Context, set *attrSet, rec Record, err erro
 	}
 	opts := set.endOptsFor(rec.Outcome, st, t.errorType(err))
 	if e2el, ok := rec.E2EL(); ok {
-		t.inst.e2el.Record(ctx, e2el.Seconds(), opts.e2el...)
+		in.e2el.Record(ctx, e2el.Seconds(), opts.e2el...)
 	}
 	if tpot, ok := rec.TPOT(); ok && rec.Outcome == OutcomeOK {
-		t.inst.tpot.Record(ctx, tpot.Seconds(), set.rec...)
+		in.tpot.Record(ctx, tpot.Seconds(), set.rec...)
 	}
 	if rec.InputTokens > 0 {
-		t.inst.tokens.Add(ctx, int64(rec.InputTokens), opts.in...)
+		in.tokens.Add(ctx, int64(rec.InputTokens), opts.in...)
 	}
 	if rec.OutputTokens > 0 {
-		t.inst.tokens.Add(ctx, int64(rec.OutputTokens), opts.out...)
+		in.tokens.Add(ctx, int64(rec.OutputTokens), opts.out...)
 	}
 	if rec.CachedInputTokens > 0 {
-		t.inst.cachedInput.Add(ctx, int64(rec.CachedInputTokens), opts.in...)
+		in.cachedInput.Add(ctx, int64(rec.CachedInputTokens), opts.in...)
 	}
 	if rec.CacheWriteInputTokens > 0 {
-		t.inst.cacheWrite.Add(ctx, int64(rec.CacheWriteInputTokens), opts.in...)
+		in.cacheWrite.Add(ctx, int64(rec.CacheWriteInputTokens), opts.in...)
 	}
-	if t.inst.tokenUsage != nil {
+	if in.tokenUsage != nil {
 		if rec.InputTokens > 0 {
-			t.inst.tokenUsage.Record(ctx, int64(rec.InputTokens), set.inUse...)
+			in.tokenUsage.Record(ctx, int64(rec.InputTokens), set.inUse...)
 		}
 		if rec.OutputTokens > 0 || rec.Outcome == OutcomeOK {
-			t.inst.tokenUsage.Record(ctx, int64(rec.OutputTokens), set.outUse...)
+			in.tokenUsage.Record(ctx, int64(rec.OutputTokens), set.outUse...)
 		}
 	}
-	t.inst.requests.Add(ctx, 1, opts.requests...)
-	t.inst.active.Add(ctx, -1, set.active...)
+	in.requests.Add(ctx, 1, opts.requests...)
+	in.active.Add(ctx, -1, set.active...)
 	if t.win != nil {
 		t.win.add(rec)
 	}

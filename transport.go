@@ -2,50 +2,27 @@ package llmmetrics
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
-// NewTransport returns an http.RoundTripper that measures with t every LLM
-// request sent through base (nil base: http.DefaultTransport, looked up at
-// each round trip), for any client that takes an *http.Client:
+// NewTransport returns an http.RoundTripper that measures with t, in the
+// client role, every LLM request sent through base (nil base:
+// http.DefaultTransport), for any client that takes an *http.Client:
 //
 //	hc := &http.Client{Transport: llmmetrics.NewTransport(tracker, nil)}
 //
-// Each round trip is one request, from the moment RoundTrip is called (TTFT
-// includes connecting and queueing) until the response body ends:
-//
-//   - a transport error ends it at once: OutcomeError, or OutcomeCanceled
-//     when the request's context is done;
-//   - a status of 400 or more ends it when the headers arrive: OutcomeError
-//     with error.type the status code ("429"); the response is returned
-//     unchanged (an error body is not a token stream);
-//   - a 1xx (a protocol upgrade) or 3xx status, or a response without a
-//     body, ends it at once with OutcomeOK;
-//   - otherwise the body is wrapped as by NewReader, with the Decoder that
-//     DetectProtocol chooses from the request path and the Content-Type
-//     (see WithProtocol, WithDecoder): the caller reads the same bytes with
-//     no added delay, and the request ends exactly once, at EOF, on a read
-//     error, when the context is done, or at Close (OutcomeCanceled when
-//     the body is closed before the protocol's end marker arrived).
-//     A non-streaming JSON answer is measured by NewJSONDecoder: E2EL and
-//     its usage, no TTFT. A body that is still compressed (the caller set
-//     Accept-Encoding itself) is not decoded: outcome and E2EL only.
-//
-// The request's measurements carry gen_ai.operation.name (from the path),
-// gen_ai.provider.name (from the host, else the protocol) and
-// gen_ai.request.model (from the body's "model", or the path for Gemini),
-// unless the Tracker's own attributes (WithAttributes) set them, then the
-// attributes of WithRequestAttributes; see also WithModels. To read the
-// model, the start of a JSON request body is read before it is sent (up to
-// the "model" member, at most 4 MiB) and replayed to base.
-//
-// The caller's request is never modified: when its body must be replayed
-// or rewritten (WithIncludeUsage), base gets a copy. Only POST requests are
-// measured unless WithFilter says otherwise. A client that retries (as the
-// OpenAI and Anthropic SDKs do) sends each attempt through the transport:
-// each attempt is its own request (a 503 then a success count as one
-// failed and one successful request). A nil Tracker measures nothing.
+// Each round trip is one request, from the call of RoundTrip until the
+// response body ends: the body is wrapped as by NewReader, with the Decoder
+// chosen from the Content-Type and the request path (DetectProtocol,
+// WithProtocol, WithDecoder). A status of 400 or more is OutcomeError with
+// error.type the status code; a transport error is returned unchanged. A
+// followed redirect is one request measured from its first hop. The
+// caller's request is never modified, and each retry attempt is its own
+// request. docs/http.md has the details: outcomes, redirects, attributes,
+// memory. A nil Tracker measures nothing.
 //
 // The returned RoundTripper is safe for concurrent use if base is.
 func NewTransport(t *Tracker, base http.RoundTripper, opts ...HTTPOption) http.RoundTripper {
@@ -110,24 +87,44 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 		return next.RoundTrip(req)
 	}
 	start := c.t.cfg.now()
+	if prev := req.Response; prev != nil {
+		if hop, ok := prev.Body.(*redirectHop); ok {
+			start = hop.start // the client follows a redirect: one request from its first hop
+		}
+	}
 	ep := c.endpointOf(req)
-	out, model := c.prepare(req, ep)
+	out, model, addedUsage := c.prepare(req, ep)
 	ctx := req.Context()
-	r := c.t.StartAt(ctx, start, c.attrs(req, ep, model)...)
+	r := c.t.startAs(ctx, c.t.instFor(RoleClient), start, c.attrs(req, ep, model))
 
 	resp, err := next.RoundTrip(out)
 	switch {
 	case err != nil:
+		// The context only classifies the outcome (a transport may wrap its
+		// end in an error of its own); the caller gets base's error
+		// unchanged, so a context.WithCancelCause cause survives.
+		endErr := err
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			err = ctxErr // the cause, whatever the transport made of it
+			endErr = ctxErr
 		}
-		r.End(err)
+		r.End(endErr)
 		return resp, err
 	case resp == nil:
 		r.End(errNoResponse)
 		return resp, err
 	case resp.StatusCode >= 400:
 		r.End(&HTTPStatusError{StatusCode: resp.StatusCode})
+		return resp, nil
+	case isRedirect(resp):
+		// A hop, not a request: it is not recorded. If the client follows
+		// it, the request it sends (whose Response is resp) is measured
+		// from this hop's start.
+		r.discard()
+		body := resp.Body
+		if body == nil {
+			body = http.NoBody
+		}
+		resp.Body = &redirectHop{ReadCloser: body, start: start}
 		return resp, nil
 	case resp.StatusCode < 200 || resp.StatusCode >= 300 || resp.Body == nil || resp.Body == http.NoBody:
 		// Not an answer to decode. A 101's body is the upgraded
@@ -137,7 +134,42 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 		return resp, nil
 	}
 	resp.Body = NewReader(r, resp.Body, c.decoder(req, resp, ep))
+	if addedUsage && mediaTypeOf(resp.Header.Get("Content-Type")) == mediaSSE {
+		// The caller did not ask for the usage chunk: it does not see it.
+		resp.Body = newUsageFilter(resp.Body)
+	}
 	return resp, nil
+}
+
+// isRedirect reports whether resp is a redirect that http.Client follows:
+// 301, 302, 303, 307 or 308 with a Location.
+func isRedirect(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return len(resp.Header["Location"]) > 0
+	}
+	return false
+}
+
+// discard ends r without recording it: only the active count goes back
+// down (a redirect hop of NewTransport is not a request). Later calls, and
+// End after it, do nothing.
+func (r *Request) discard() {
+	r.mu.Lock()
+	done := r.ended
+	r.ended = true
+	r.mu.Unlock()
+	if !done {
+		r.inst.active.Add(r.ctx, -1, r.set.active...)
+	}
+}
+
+// redirectHop is the body of a redirect response: the body itself, and
+// when the hop started, for the request that follows it.
+type redirectHop struct {
+	io.ReadCloser
+	start time.Time
 }
 
 // decoder returns the Decoder of a response: WithDecoder's, else the
@@ -152,12 +184,80 @@ func (c *httpCore) decoder(req *http.Request, resp *http.Response, ep endpoint) 
 	return autoDecoder(ep, resp.Header.Get("Content-Encoding"), resp.Header.Get("Content-Type"))
 }
 
-// autoDecoder is the automatic choice of a decoder, shared by both sides:
-// nil (no frames) for a body that is compressed (Content-Encoding other
-// than identity), else the Decoder of chooseProtocol.
+// autoDecoder is the automatic choice of a decoder, one rule for both
+// sides (NewHandler passes the Content-Type net/http sends, sniffed when
+// the handler set none): nil (no frames) for a body that is compressed
+// (Content-Encoding other than identity); for a text/plain body, or one
+// without a type, the first byte decides (plainTextDecoder); else the Decoder
+// of chooseProtocol.
 func autoDecoder(ep endpoint, contentEncoding, contentType string) Decoder {
 	if contentEncoding != "" && !strings.EqualFold(contentEncoding, "identity") {
 		return nil
 	}
+	if isPlainText(contentType) {
+		return &plainTextDecoder{ep: ep}
+	}
 	return chooseProtocol(ep, contentType).NewDecoder()
+}
+
+// isPlainText reports whether a Content-Type is text/plain or absent: what
+// a client gets from a Go server whose handler set none (net/http sniffs
+// JSON as "text/plain; charset=utf-8").
+func isPlainText(ct string) bool {
+	if i := strings.IndexByte(ct, ';'); i >= 0 {
+		ct = ct[:i]
+	}
+	ct = strings.TrimSpace(ct)
+	return ct == "" || strings.EqualFold(ct, "text/plain")
+}
+
+// plainTextDecoder decodes a body whose type does not tell its format: a body
+// whose first byte that is not white space is '{' or '[' is one JSON
+// answer (ProtocolJSON), unless the path tells a stream of JSON values
+// (Ollama's NDJSON, Gemini's streamGenerateContent array); any other body
+// is what the path tells (chooseProtocol with no type).
+type plainTextDecoder struct {
+	ep   endpoint
+	real Decoder // chosen at the first byte that is not white space
+	off  bool    // chosen, with no decoder
+}
+
+// Decode implements Decoder.
+func (d *plainTextDecoder) Decode(p []byte, emit func(Frame)) {
+	if d.real == nil && !d.off {
+		i := 0
+		for i < len(p) && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n') {
+			i++
+		}
+		if i == len(p) {
+			return // white space: nothing told yet
+		}
+		proto := chooseProtocol(d.ep, "")
+		if (p[i] == '{' || p[i] == '[') && d.ep.proto != ProtocolOllama && !d.ep.geminiStream {
+			proto = ProtocolJSON
+		}
+		if d.real = proto.NewDecoder(); d.real == nil {
+			d.off = true
+			return
+		}
+		p = p[i:]
+	}
+	if d.real != nil {
+		d.real.Decode(p, emit)
+	}
+}
+
+// Flush implements Decoder.
+func (d *plainTextDecoder) Flush(emit func(Frame)) {
+	if d.real != nil {
+		d.real.Flush(emit)
+	}
+}
+
+// Err implements Decoder.
+func (d *plainTextDecoder) Err() error {
+	if d.real != nil {
+		return d.real.Err()
+	}
+	return nil
 }

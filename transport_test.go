@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -623,4 +624,153 @@ func TestNewTransportNilArguments(t *testing.T) {
 	require.NoError(t, err)
 	assert.Same(t, req, base.reqs[0], "a nil Tracker passes requests through")
 	_ = resp.Body.Close()
+}
+
+// A transport error is returned unchanged: the cause of a context ended
+// with context.WithCancelCause (errgroup's) reaches the caller, while the
+// outcome is still Canceled (issue 17 item 7).
+func TestTransportKeepsTheBaseError(t *testing.T) {
+	cause := errors.New("sibling failed")
+	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		<-r.Context().Done()
+		return nil, context.Cause(r.Context())
+	})
+	for name, mk := range map[string]func(tr *Tracker) http.RoundTripper{
+		"NewTransport": func(tr *Tracker) http.RoundTripper { return NewTransport(tr, base) },
+		"Middleware": func(tr *Tracker) http.RoundTripper {
+			mw := Middleware(tr)
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) { return mw(r, base.RoundTrip) })
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tr, _ := httpTracker(t)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			cancel(cause)
+			_, err := mk(tr).RoundTrip(post(t, ctx, "http://x/v1/chat/completions", chatBody))
+			require.ErrorIs(t, err, cause)
+			recs := ended(tr)
+			require.Len(t, recs, 1)
+			assert.Equal(t, OutcomeCanceled, recs[0].Outcome)
+		})
+	}
+}
+
+// TestBothSidesChooseTheSameDecoder: NewHandler and NewTransport measure
+// the same answer alike, whatever Content-Type the handler sets or leaves
+// to net/http (a JSON answer without one reaches the client as
+// text/plain): one rule on both sides (issue 17 item 8).
+func TestBothSidesChooseTheSameDecoder(t *testing.T) {
+	jsonAnswer := `{"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":11,"completion_tokens":22}}`
+	for _, tc := range []struct {
+		name, path, ct, body string
+		output, input        int
+	}{
+		{"JSON without a Content-Type", "/v1/chat/completions", "", jsonAnswer, 22, 11},
+		{"JSON as text/plain", "/v1/chat/completions", "text/plain; charset=utf-8", jsonAnswer, 22, 11},
+		{"JSON with leading space as text/plain", "/v1/chat/completions", "text/plain", "\n " + jsonAnswer, 22, 11},
+		{"JSON on an unknown path without a Content-Type", "/gateway", "", jsonAnswer, 22, 11},
+		{"an SSE stream without a Content-Type", "/v1/chat/completions", "", testdataFile(t, "sse", "openai_chat.sse"), 7, 14},
+		{"Ollama NDJSON as text/plain", "/api/chat", "text/plain", testdataFile(t, "ndjson", "ollama_chat_tools.ndjson"), -1, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server, _, _ := serverTracker(t)
+			srv := httptest.NewServer(NewHandler(server, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				if tc.ct != "" {
+					w.Header().Set("Content-Type", tc.ct)
+				}
+				_, _ = io.WriteString(w, tc.body)
+			})))
+			defer srv.Close()
+			client, _ := httpTracker(t)
+			base := &http.Transport{}
+			defer base.CloseIdleConnections()
+			resp, err := (&http.Client{Transport: NewTransport(client, base)}).Do(post(t, t.Context(), srv.URL+tc.path, `{"model":"m"}`))
+			require.NoError(t, err)
+			_, err = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			srv.Close() // the handler has returned
+			srvRecs, cliRecs := ended(server), ended(client)
+			require.Len(t, srvRecs, 1)
+			require.Len(t, cliRecs, 1)
+			s, c := srvRecs[0], cliRecs[0]
+			if tc.output >= 0 {
+				assert.Equal(t, tc.output, c.OutputTokens, "client")
+				assert.Equal(t, tc.input, c.InputTokens, "client")
+			} else {
+				assert.Positive(t, c.OutputTokens)
+			}
+			assert.Equal(t, [3]int{s.OutputTokens, s.InputTokens, s.Chunks}, [3]int{c.OutputTokens, c.InputTokens, c.Chunks}, "server and client agree")
+			assert.Equal(t, OutcomeOK, c.Outcome)
+		})
+	}
+}
+
+// TestTransportRedirectIsOneRequest: a POST answered with a 307 (or 308),
+// which http.Client follows, is one request measured from its first hop:
+// the hop is not recorded, so one perfect call meets its SLO once, not
+// half the time (issue 17 item 11).
+func TestTransportRedirectIsOneRequest(t *testing.T) {
+	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(strconv.Itoa(code), func(t *testing.T) {
+			var mu sync.Mutex
+			now := t0
+			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+			tr, reader := httpTracker(t, WithClock(clock), WithSLO(SLO{TTFT: time.Second}))
+			stream := testdataFile(t, "sse", "openai_chat.sse")
+			mux := http.NewServeMux()
+			mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				advance(300 * time.Millisecond) // the hop takes 300 ms
+				http.Redirect(w, r, "/v2/chat/completions", code)
+			})
+			mux.HandleFunc("/v2/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				assert.JSONEq(t, chatBody, string(b), "the client sends the body again")
+				advance(200 * time.Millisecond)
+				answer(200, "text/event-stream", stream)(w, r)
+			})
+			client, url := newLLMClient(t, tr, mux.ServeHTTP)
+			resp, err := client.Do(post(t, t.Context(), url+"/v1/chat/completions", chatBody))
+			require.NoError(t, err)
+			_, err = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+
+			recs := ended(tr)
+			require.Len(t, recs, 1, "one logical request")
+			assert.Equal(t, OutcomeOK, recs[0].Outcome)
+			assert.Equal(t, t0, recs[0].Start, "measured from the first hop")
+			ttft, ok := recs[0].TTFT()
+			require.True(t, ok)
+			assert.Equal(t, 500*time.Millisecond, ttft, "the hop's 300 ms and the answer's 200 ms")
+			assert.Equal(t, 7, recs[0].OutputTokens)
+			s := tr.Snapshot()
+			assert.Equal(t, 1, s.Requests)
+			assert.Equal(t, 1.0, s.Goodput.Attainment, "one good call of one")
+			assert.Equal(t, map[string]int64{"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=ok llmmetrics.slo_met=true": 1},
+				requestSets(t, reader))
+			assert.Equal(t, int64(0), activeSum(t, reader), "no request left active")
+		})
+	}
+}
+
+// activeSum returns the sum of the requests.active counter.
+func activeSum(t *testing.T, r *sdkmetric.ManualReader) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, r.Collect(context.Background(), &rm))
+	var sum int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == MetricActive {
+				for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+					sum += dp.Value
+				}
+			}
+		}
+	}
+	return sum
 }

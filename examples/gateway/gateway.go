@@ -54,9 +54,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request) {
 	// unread request body when a handler starts its response; that last
 	// Read then fails with "invalid Read on closed Body" and the transport
 	// drops the upstream connection in the middle of the stream
-	// (golang/go#40747). NewHandler reads a JSON body whole (up to 4 MiB)
-	// and hands it on from memory; full duplex keeps the inbound body open
-	// for the rest of a longer one until ServeHTTP returns. It reaches the
+	// (golang/go#40747). NewHandler's body answers that last Read with
+	// io.EOF itself once the declared length has been read; full duplex
+	// keeps the inbound body open while the rest of a body still comes. It reaches the
 	// server's writer through NewHandler's Unwrap. HTTP/2 is always full
 	// duplex (ErrNotSupported).
 	_ = http.NewResponseController(w).EnableFullDuplex()

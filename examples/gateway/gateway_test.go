@@ -157,8 +157,8 @@ func outcomes(t *testing.T, col *llmmetricstest.Collector) map[string]float64 {
 	return col.Collect(t).SumBy(llmmetrics.MetricRequests, llmmetrics.OutcomeKey)
 }
 
-// maxPeek is how much of a JSON request body NewHandler reads ahead (and
-// replays from memory) to find its model: 4 MiB.
+// maxPeek is how much of the long request body the upstream transport
+// reads before its reads are held (NewHandler itself reads nothing ahead).
 const maxPeek = 4 << 20
 
 const chatBody = `{"model":"m-test","stream":true,"messages":[{"role":"user","content":"hi"}]}`
@@ -418,8 +418,8 @@ func TestGatewayStreamsWhileTheTransportStillReadsTheRequestBody(t *testing.T) {
 		pass  int64
 		wrap  func(http.Handler) http.Handler
 	}{
-		// The model peek read it whole: forwarded from memory, the
-		// transport's last read never reaches the inbound body.
+		// Read whole by the transport: its last read, after the declared
+		// length, is answered by NewHandler's body, not the inbound one.
 		{name: "body read whole", body: chatBody, pass: int64(len(chatBody))},
 		{name: "body read whole, without full duplex", body: chatBody, pass: int64(len(chatBody)), wrap: hideDuplex},
 		// Past maxPeek the rest still comes from the client while the

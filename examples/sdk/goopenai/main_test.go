@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"testing"
 
@@ -65,6 +67,61 @@ func TestGoOpenAIStopped(t *testing.T) {
 			assert.Equal(t, 1, sum.Requests)
 			assert.Equal(t, 1, sum.Canceled)
 			assert.Zero(t, sum.Failed)
+		})
+	}
+}
+
+// readmeLoop is the stream loop of go-openai's README (ChatCompletion
+// streaming, README.md at commit 0116f29, lines 101-121), which indexes
+// Choices[0] of every chunk and so panics on a chunk with "choices": [].
+func readmeLoop(t *testing.T, c *goopenai.Client, req goopenai.ChatCompletionRequest) (text string, usage *goopenai.Usage) {
+	t.Helper()
+	stream, err := c.CreateChatCompletionStream(context.Background(), req)
+	require.NoError(t, err)
+	defer stream.Close()
+	for {
+		response, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return text, usage
+		}
+		require.NoError(t, err)
+		if response.Usage != nil {
+			usage = response.Usage
+		}
+		if len(response.Choices) == 0 && req.StreamOptions != nil {
+			continue // the caller asked for the usage chunk: its loop handles it
+		}
+		text += response.Choices[0].Delta.Content
+	}
+}
+
+// TestGoOpenAIReadmeLoopWithIncludeUsage: with WithIncludeUsage, go-openai's
+// stock loop does not see the usage chunk the library asked for (it would
+// panic on it), and the Record still has the server's exact usage; a caller
+// who asks for the usage chunk itself gets it (issue 17 item 3).
+func TestGoOpenAIReadmeLoopWithIncludeUsage(t *testing.T) {
+	for _, callerAsks := range []bool{false, true} {
+		t.Run(map[bool]string{false: "library asks", true: "caller asks"}[callerAsks], func(t *testing.T) {
+			srv, base := sdktest.NewServer(t, llmmetricstest.ServerConfig{Seed: 3})
+			tr, _ := sdktest.NewTracker(t)
+			req := goopenai.ChatCompletionRequest{
+				Model:    llmmetricstest.DefaultModel,
+				Messages: []goopenai.ChatCompletionMessage{{Role: goopenai.ChatMessageRoleUser, Content: "Lorem ipsum"}},
+				Stream:   true,
+			}
+			if callerAsks {
+				req.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
+			}
+			text, usage := readmeLoop(t, newClient(tr, srv.URL+"/v1", "test", base, llmmetrics.WithIncludeUsage()), req)
+			assert.NotEmpty(t, text)
+			st := srv.Stats()
+			if callerAsks {
+				require.NotNil(t, usage, "the caller's usage chunk reaches it")
+				assert.Equal(t, st.CompletionTokens, usage.CompletionTokens)
+			} else {
+				assert.Nil(t, usage, "the chunk only the library wanted is not shown")
+			}
+			sdktest.AssertCompleted(t, tr, st, false)
 		})
 	}
 }

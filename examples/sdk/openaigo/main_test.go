@@ -99,3 +99,50 @@ func TestOpenAIGoResponses(t *testing.T) {
 		return text.String(), s.Err()
 	}, sdktest.Options{})
 }
+
+// TestOpenAIGoStreamWithIncludeUsage: with WithIncludeUsage, openai-go's
+// README loop (ChatCompletionAccumulator, then chunk.Choices[0] when
+// there is one) sees only chunks with choices when the caller did not ask
+// for the usage chunk, and the usage chunk when it did; the Record has the
+// server's exact usage either way (issue 17 item 3).
+func TestOpenAIGoStreamWithIncludeUsage(t *testing.T) {
+	for _, callerAsks := range []bool{false, true} {
+		t.Run(map[bool]string{false: "library asks", true: "caller asks"}[callerAsks], func(t *testing.T) {
+			srv, base := sdktest.NewServer(t, llmmetricstest.ServerConfig{Seed: 3})
+			tr, _ := sdktest.NewTracker(t)
+			client := newClient(tr, srv.URL+"/v1", "test", &http.Client{Transport: base}, llmmetrics.WithIncludeUsage())
+			params := openai.ChatCompletionNewParams{
+				Model:    llmmetricstest.DefaultModel,
+				Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("Lorem ipsum")},
+			}
+			if callerAsks {
+				params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+			}
+			stream := client.Chat.Completions.NewStreaming(context.Background(), params, option.WithMaxRetries(0))
+			acc := openai.ChatCompletionAccumulator{}
+			var text strings.Builder
+			emptyChoices := 0
+			for stream.Next() {
+				chunk := stream.Current()
+				acc.AddChunk(chunk)
+				if len(chunk.Choices) == 0 {
+					emptyChoices++
+					continue
+				}
+				text.WriteString(chunk.Choices[0].Delta.Content)
+			}
+			require.NoError(t, stream.Err())
+			require.NoError(t, stream.Close())
+			assert.NotEmpty(t, text.String())
+			st := srv.Stats()
+			if callerAsks {
+				assert.Equal(t, 1, emptyChoices, "the caller's usage chunk reaches it")
+				assert.Equal(t, int64(st.CompletionTokens), acc.Usage.CompletionTokens)
+			} else {
+				assert.Zero(t, emptyChoices, "the chunk only the library wanted is not shown")
+				assert.Zero(t, acc.Usage.CompletionTokens)
+			}
+			sdktest.AssertCompleted(t, tr, st, false)
+		})
+	}
+}
