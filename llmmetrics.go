@@ -126,6 +126,8 @@
 //	ITL   = each gap between consecutive token-carrying chunks (chunk gaps, as vllm bench serve)
 //	TPOT  = (LastToken − FirstToken) / (N − 1)            (undefined for N ≤ 1; 0 when N tokens came in one chunk)
 //	E2EL  = LastToken − Start, or End − Start without a token
+//	GEN   = LastToken − FirstToken                        (generation time: E2EL = TTFT + GEN for a request with tokens)
+//	prefix cache hit rate = Σ CachedInputTokens / Σ InputTokens over completed requests
 //
 // # Errors
 //
