@@ -7,8 +7,8 @@ import (
 )
 
 // ErrInvalidCost is returned (wrapped) by the cost functions for an input
-// that is negative, NaN or infinite, a token count that is negative or a
-// cached count above the input count, or a result that overflows float64.
+// that is negative, NaN or infinite, a token count that is negative or
+// cached and cache-write counts above the input count, or a result that overflows float64.
 var ErrInvalidCost = errors.New("llmmetrics: invalid cost input")
 
 // CostPerMillionTokens returns what a million tokens cost on hardware that
@@ -57,10 +57,14 @@ func nonNegFinite(what string, v float64) error {
 // in any currency. The zero Price costs nothing. A Price is a plain value,
 // safe for concurrent use.
 //
-// Record has no cached-input field (providers report cached prompt tokens
-// in their usage objects, not in the stream's timing), so the cost methods
-// take the number of cached input tokens as an argument; pass 0 when you do
-// not know it, which prices every input token at Input.
+// Input tokens come in three kinds, which providers price apart: tokens read
+// from the prompt cache (Record.CachedInputTokens), tokens written to it
+// (Record.CacheWriteInputTokens, Anthropic's cache_creation_input_tokens)
+// and the rest. All three are part of the input count, which is always the
+// whole prompt. For example Anthropic bills a 5-minute cache write at 1.25×
+// and a cache read at 0.1× the base input price: Claude Sonnet at $3 input
+// and $15 output per million is Price{Input: 3, CachedInput: 0.30,
+// CacheWriteInput: 3.75, Output: 15}.
 type Price struct {
 	// Input is the price of a million uncached input (prompt) tokens.
 	Input float64 `json:"input"`
@@ -68,6 +72,10 @@ type Price struct {
 	// provider's prompt cache. Zero means no cache discount: cached tokens
 	// are billed at Input.
 	CachedInput float64 `json:"cached_input"`
+	// CacheWriteInput is the price of a million input tokens written to
+	// the provider's prompt cache. Zero means no surcharge: they are
+	// billed at Input (OpenAI, Gemini's implicit cache).
+	CacheWriteInput float64 `json:"cache_write_input,omitempty"`
 	// Output is the price of a million output tokens.
 	Output float64 `json:"output"`
 }
@@ -78,7 +86,7 @@ func (p Price) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"input price", p.Input}, {"cached input price", p.CachedInput}, {"output price", p.Output}} {
+	}{{"input price", p.Input}, {"cached input price", p.CachedInput}, {"cache write input price", p.CacheWriteInput}, {"output price", p.Output}} {
 		if err := nonNegFinite(f.name, f.v); err != nil {
 			return err
 		}
@@ -87,33 +95,58 @@ func (p Price) Validate() error {
 }
 
 // Cost returns the price of input prompt tokens, of which cachedInput were
-// cache hits, and output generated tokens. To price a run, pass a
-// Summary's InputTokens and OutputTokens: they count completed requests
-// only, so add the tokens of failed and canceled Records if the provider
-// bills them (most bill what was generated).
+// cache hits, and output generated tokens: CacheCost with no cache writes.
+func (p Price) Cost(input, cachedInput, output int) (float64, error) {
+	return p.CacheCost(input, cachedInput, 0, output)
+}
+
+// CacheCost returns the price of input prompt tokens, of which cachedInput
+// were read from the prompt cache and cacheWrite were written to it, and of
+// output generated tokens:
+//
+//	((input − cachedInput − cacheWrite) × Input + cachedInput × CachedInput
+//	  + cacheWrite × CacheWriteInput + output × Output) / 1,000,000
 //
 // The error wraps ErrInvalidCost when p is invalid (see Validate), a count
-// is negative, cachedInput exceeds input, or the cost overflows. It is safe
-// for concurrent use.
-func (p Price) Cost(input, cachedInput, output int) (float64, error) {
+// is negative, cachedInput + cacheWrite exceeds input, or the cost
+// overflows. It is safe for concurrent use.
+func (p Price) CacheCost(input, cachedInput, cacheWrite, output int) (float64, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
-	if input < 0 || cachedInput < 0 || output < 0 {
-		return 0, fmt.Errorf("%w: negative token count (input %d, cached %d, output %d)", ErrInvalidCost, input, cachedInput, output)
+	if input < 0 || cachedInput < 0 || cacheWrite < 0 || output < 0 {
+		return 0, fmt.Errorf("%w: negative token count (input %d, cached %d, cache write %d, output %d)", ErrInvalidCost, input, cachedInput, cacheWrite, output)
 	}
-	if cachedInput > input {
-		return 0, fmt.Errorf("%w: %d cached input tokens of %d", ErrInvalidCost, cachedInput, input)
+	if cachedInput > input || cacheWrite > input-cachedInput {
+		return 0, fmt.Errorf("%w: %d cached and %d cache-write input tokens of %d", ErrInvalidCost, cachedInput, cacheWrite, input)
 	}
-	cachedPrice := p.CachedInput
+	cachedPrice, writePrice := p.CachedInput, p.CacheWriteInput
 	if cachedPrice == 0 {
 		cachedPrice = p.Input
 	}
+	if writePrice == 0 {
+		writePrice = p.Input
+	}
+	plain := input - cachedInput - cacheWrite
 	// Each product is rounded before the sum (no FMA; see internal/stats),
 	// so every CPU gives the same bits.
-	c := (float64(float64(input-cachedInput)*p.Input) + float64(float64(cachedInput)*cachedPrice) + float64(float64(output)*p.Output)) / 1e6
+	c := (float64(float64(plain)*p.Input) + float64(float64(cachedInput)*cachedPrice) +
+		float64(float64(cacheWrite)*writePrice) + float64(float64(output)*p.Output)) / 1e6
 	if !finiteFloat(c) {
 		return 0, fmt.Errorf("%w: the cost overflows", ErrInvalidCost)
 	}
 	return c, nil
+}
+
+// SummaryCost prices what a run measured: the Summary's input tokens (with
+// its cached and cache-write parts) and output tokens, through CacheCost.
+// A Summary counts completed requests only; add the tokens of failed and
+// canceled Records if the provider bills them (most bill what was
+// generated). A Summary whose totals saturated (TokensSaturated) gives an
+// error wrapping ErrInvalidCost.
+func (p Price) SummaryCost(s Summary) (float64, error) {
+	if s.TokensSaturated {
+		return 0, fmt.Errorf("%w: the summary's token totals saturated", ErrInvalidCost)
+	}
+	return p.CacheCost(s.InputTokens, s.CachedInputTokens, s.CacheWriteInputTokens, s.OutputTokens)
 }

@@ -104,7 +104,66 @@ func TestPrice(t *testing.T) {
 
 	require.NoError(t, p.Validate())
 	require.NoError(t, Price{}.Validate())
-	for _, bad := range []Price{{Input: -1}, {CachedInput: math.NaN()}, {Output: math.Inf(1)}} {
+	for _, bad := range []Price{{Input: -1}, {CachedInput: math.NaN()}, {CacheWriteInput: -3}, {Output: math.Inf(1)}} {
 		assert.ErrorIs(t, bad.Validate(), ErrInvalidCost)
 	}
+}
+
+func TestPriceCacheWrites(t *testing.T) {
+	// Anthropic's published rates for Claude Sonnet: $3 per million input
+	// tokens, a 5-minute cache write at 1.25× ($3.75), a cache read at
+	// 0.1× ($0.30), $15 per million output tokens.
+	sonnet := Price{Input: 3, CachedInput: 0.1 * 3, CacheWriteInput: 1.25 * 3, Output: 15}
+	tests := []struct {
+		name                        string
+		price                       Price
+		in, cached, written, output int
+		want                        float64
+		wantErr                     bool
+	}{
+		// A first call writes a 10,000-token system prompt to the cache
+		// and sends 200 more: 200 × 3 + 10,000 × 3.75 + 500 × 15 =
+		// 600 + 37,500 + 7,500 = 45,600 per million = $0.0456.
+		{"first call writes the cache", sonnet, 10_200, 0, 10_000, 500, 0.0456, false},
+		// The next call reads it: 200 × 3 + 10,000 × 0.30 + 500 × 15 =
+		// 600 + 3,000 + 7,500 = 11,100 per million = $0.0111.
+		{"second call reads it", sonnet, 10_200, 10_000, 0, 500, 0.0111, false},
+		// OpenAI bills no cache write surcharge and half price for a
+		// cached read on gpt-4o ($2.50 input, $1.25 cached, $10 output):
+		// 1,000 × 2.5 + 1,152 × 1.25 + 100 × 10 = 2,500 + 1,440 + 1,000
+		// = 4,940 per million.
+		{"openai: writes at the input price", Price{Input: 2.5, CachedInput: 1.25, Output: 10}, 2_152, 1_152, 0, 100, 4940 / 1e6, false},
+		{"openai: a reported write costs Input", Price{Input: 2.5, CachedInput: 1.25, Output: 10}, 2_152, 1_152, 1_000, 100, 4940 / 1e6, false},
+		{"cached + written above input", sonnet, 100, 60, 41, 0, 0, true},
+		{"negative write", sonnet, 100, 0, -1, 0, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.price.CacheCost(tt.in, tt.cached, tt.written, tt.output)
+			if tt.wantErr {
+				assert.ErrorIs(t, err, ErrInvalidCost)
+				return
+			}
+			require.NoError(t, err)
+			assert.InDelta(t, tt.want, got, 1e-15)
+		})
+	}
+
+	t.Run("a summary priced in one call", func(t *testing.T) {
+		// Two completed calls as above and one failed call (not billed
+		// here: a Summary counts completed requests).
+		first := okRecord(0, 100, []float64{40}, 500)
+		first.InputTokens, first.CacheWriteInputTokens = 10_200, 10_000
+		second := okRecord(1000, 100, []float64{40}, 500)
+		second.InputTokens, second.CachedInputTokens = 10_200, 10_000
+		failed := endedRecord(0, 10, OutcomeError)
+		s := Summarize([]Record{first, second, failed}, SummaryOptions{})
+		got, err := sonnet.SummaryCost(s)
+		require.NoError(t, err)
+		assert.InDelta(t, 0.0456+0.0111, got, 1e-15)
+	})
+	t.Run("a saturated summary is not priced", func(t *testing.T) {
+		_, err := sonnet.SummaryCost(Summary{InputTokens: math.MaxInt, TokensSaturated: true})
+		assert.ErrorIs(t, err, ErrInvalidCost)
+	})
 }

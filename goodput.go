@@ -33,10 +33,12 @@ type Goodput struct {
 // ThresholdAttainment holds, for each limit of an SLO taken alone, the share
 // of all requests (in [0, 1]) that are OK and meet that limit. An unset
 // limit is met by every OK request, so its share is Completed / Requests.
-// Goodput.Attainment is at most the smallest of the four.
+// Goodput.Attainment is at most the smallest of the five.
 type ThresholdAttainment struct {
 	// TTFT is the share of requests that are OK and meet the TTFT limit.
 	TTFT float64 `json:"ttft"`
+	// TTFO is the share of requests that are OK and meet the TTFO limit.
+	TTFO float64 `json:"ttfo"`
 	// TPOT is the share of requests that are OK and meet the TPOT limit.
 	TPOT float64 `json:"tpot"`
 	// ITL is the share of requests that are OK and meet the ITL limit.

@@ -98,6 +98,7 @@ func (t *Tracker) instFor(role Role) *instruments {
 			return
 		}
 		in.ttfo, in.tokens, in.requests, in.active = t.inst.ttfo, t.inst.tokens, t.inst.requests, t.inst.active
+		in.cachedInput, in.cacheWrite = t.inst.cachedInput, t.inst.cacheWrite
 		t.other = in
 	})
 	return &t.other

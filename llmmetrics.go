@@ -126,6 +126,8 @@
 //	ITL   = each gap between consecutive token-carrying chunks (chunk gaps, as vllm bench serve)
 //	TPOT  = (LastToken − FirstToken) / (N − 1)            (undefined for N ≤ 1; 0 when N tokens came in one chunk)
 //	E2EL  = LastToken − Start, or End − Start without a token
+//	GEN   = LastToken − FirstToken                        (generation time: E2EL = TTFT + GEN for a request with tokens)
+//	prefix cache hit rate = Σ CachedInputTokens / Σ InputTokens over completed requests
 //
 // # Errors
 //
@@ -289,8 +291,8 @@ type Record struct {
 	// (len = Chunks − 1), or nil when the Tracker was told not to keep them.
 	ITL []time.Duration `json:"itl_ns,omitempty"`
 	// MaxITL is the largest gap between consecutive token-carrying chunks.
-	// A Tracker sets it even when it keeps no ITL list; MaxGap combines it
-	// with ITL, so a hand-built Record may set either.
+	// A Tracker sets it even when it keeps no ITL list; MaxITLGap combines
+	// it with ITL, so a hand-built Record may set either.
 	MaxITL time.Duration `json:"max_itl_ns,omitempty"`
 	// Outcome says how the request ended.
 	Outcome Outcome `json:"outcome"`
@@ -380,10 +382,11 @@ func (r Record) GenerationTime() (d time.Duration, ok bool) {
 	return nonNeg(r.decode()), true
 }
 
-// MaxGap returns the largest gap between consecutive token-carrying chunks:
-// the maximum of MaxITL and every ITL entry. ok is false when the record has
-// neither (fewer than two chunks, or gaps not kept).
-func (r Record) MaxGap() (d time.Duration, ok bool) {
+// MaxITLGap returns the largest ITL gap (between consecutive
+// token-carrying chunks): the maximum of the MaxITL field and every ITL
+// entry, so a hand-built Record may set either. ok is false when the record
+// has neither (fewer than two chunks, or gaps not kept).
+func (r Record) MaxITLGap() (d time.Duration, ok bool) {
 	d, ok = r.MaxITL, r.MaxITL > 0
 	for _, g := range r.ITL {
 		d, ok = max(d, g), true

@@ -98,9 +98,9 @@ func TestRecordFormulas(t *testing.T) {
 			e2el, ok := tt.rec.E2EL()
 			assert.Equal(t, tt.want.hasE2EL, ok, "E2EL defined")
 			assert.Equal(t, tt.want.e2el, e2el, "E2EL")
-			gap, ok := tt.rec.MaxGap()
-			assert.Equal(t, tt.want.hasGap, ok, "MaxGap defined")
-			assert.Equal(t, tt.want.gap, gap, "MaxGap")
+			gap, ok := tt.rec.MaxITLGap()
+			assert.Equal(t, tt.want.hasGap, ok, "MaxITLGap defined")
+			assert.Equal(t, tt.want.gap, gap, "MaxITLGap")
 		})
 	}
 }

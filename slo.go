@@ -20,22 +20,27 @@ import (
 //
 //   - TTFT bounds FirstToken − Start. A request without a token fails a TTFT
 //     limit (it never showed the user anything).
+//   - TTFO bounds FirstOutput − Start, the wait for the first answer token
+//     after any reasoning (Record.TTFO): what the reader of a reasoning
+//     model waits for. A request without an answer token fails a TTFO limit.
 //   - TPOT bounds (LastToken − FirstToken) / (N − 1), compared without
 //     rounding. A request with N ≤ 1 has no TPOT and meets any TPOT limit.
 //   - ITL bounds the largest single gap between token-carrying chunks
-//     (Record.MaxGap): the "stutter" limit. A request with fewer than two
+//     (Record.MaxITLGap): the "stutter" limit. A request with fewer than two
 //     chunks has no gap and meets it.
 //   - E2EL bounds the end-to-end latency (Record.E2EL). A record with
 //     neither a token nor an End has none and fails an E2EL limit.
 //
 // SLO implements flag.Value (through *SLO) with the text form of ParseSLO,
 // so a command can declare `flag.Var(&slo, "slo", "…")`. It encodes to JSON
-// as {"ttft_ns": …, "tpot_ns": …, "itl_ns": …, "e2el_ns": …}, omitting unset
+// as {"ttft_ns": …, "ttfo_ns": …, "tpot_ns": …, "itl_ns": …, "e2el_ns": …}, omitting unset
 // limits. An SLO is a plain value, safe for concurrent use when not being
 // modified.
 type SLO struct {
 	// TTFT is the time-to-first-token limit (0 = none).
 	TTFT time.Duration `json:"ttft_ns,omitempty"`
+	// TTFO is the time-to-first-output (answer) token limit (0 = none).
+	TTFO time.Duration `json:"ttfo_ns,omitempty"`
 	// TPOT is the time-per-output-token limit (0 = none).
 	TPOT time.Duration `json:"tpot_ns,omitempty"`
 	// ITL is the limit on the largest gap between chunks (0 = none).
@@ -96,8 +101,8 @@ type namedLimit struct {
 	limit time.Duration
 }
 
-func (s SLO) limits() [4]namedLimit {
-	return [4]namedLimit{{"ttft", s.TTFT}, {"tpot", s.TPOT}, {"itl", s.ITL}, {"e2el", s.E2EL}}
+func (s SLO) limits() [5]namedLimit {
+	return [5]namedLimit{{"ttft", s.TTFT}, {"ttfo", s.TTFO}, {"tpot", s.TPOT}, {"itl", s.ITL}, {"e2el", s.E2EL}}
 }
 
 // SLOCheck is the result of checking one Record against an SLO, threshold by
@@ -109,6 +114,8 @@ type SLOCheck struct {
 	OK bool `json:"ok"`
 	// TTFT is true when the TTFT limit is unset or met.
 	TTFT bool `json:"ttft"`
+	// TTFO is true when the TTFO limit is unset or met.
+	TTFO bool `json:"ttfo"`
 	// TPOT is true when the TPOT limit is unset or met.
 	TPOT bool `json:"tpot"`
 	// ITL is true when the ITL (largest gap) limit is unset or met.
@@ -119,7 +126,7 @@ type SLOCheck struct {
 
 // Met reports whether the request is good: OK and within every limit. For
 // a Record r, slo.Check(r).Met() is the one way to ask "is r good?".
-func (c SLOCheck) Met() bool { return c.OK && c.TTFT && c.TPOT && c.ITL && c.E2EL }
+func (c SLOCheck) Met() bool { return c.OK && c.TTFT && c.TTFO && c.TPOT && c.ITL && c.E2EL }
 
 // Check evaluates r against every limit of s (see SLO for the rules).
 func (s SLO) Check(r Record) SLOCheck {
@@ -134,6 +141,8 @@ func (s SLO) Check(r Record) SLOCheck {
 type figures struct {
 	tok     bool          // HasToken()
 	ttft    time.Duration // TTFT(), when tok
+	hasTTFO bool          // !FirstOutput.IsZero()
+	ttfo    time.Duration // TTFO(), when hasTTFO
 	decode  time.Duration // LastToken − FirstToken (lastToken()), 0 without a token
 	e2el    time.Duration // E2EL(), when hasE2EL
 	hasE2EL bool
@@ -143,6 +152,7 @@ type figures struct {
 func (r *Record) figures() figures {
 	f := figures{tok: r.HasToken(), decode: r.decode()}
 	f.ttft, _ = r.TTFT()
+	f.ttfo, f.hasTTFO = r.TTFO()
 	f.e2el, f.hasE2EL = r.E2EL()
 	return f
 }
@@ -152,9 +162,12 @@ func (r *Record) figures() figures {
 // limit) is read from r only when that limit is set: it costs a pass over
 // the gaps.
 func (s *SLO) check(r *Record, f *figures) SLOCheck {
-	c := SLOCheck{OK: r.Outcome == OutcomeOK, TTFT: true, TPOT: true, ITL: true, E2EL: true}
+	c := SLOCheck{OK: r.Outcome == OutcomeOK, TTFT: true, TTFO: true, TPOT: true, ITL: true, E2EL: true}
 	if s.TTFT > 0 {
 		c.TTFT = f.tok && f.ttft <= s.TTFT
+	}
+	if s.TTFO > 0 {
+		c.TTFO = f.hasTTFO && f.ttfo <= s.TTFO
 	}
 	if s.TPOT > 0 && r.OutputTokens > 1 && f.tok {
 		// decode / (N − 1) ≤ limit exactly, without the rounding of
@@ -164,7 +177,7 @@ func (s *SLO) check(r *Record, f *figures) SLOCheck {
 		c.TPOT = q < s.TPOT || (q == s.TPOT && rem == 0)
 	}
 	if s.ITL > 0 {
-		d, ok := r.MaxGap()
+		d, ok := r.MaxITLGap()
 		c.ITL = !ok || d <= s.ITL
 	}
 	if s.E2EL > 0 {
@@ -203,7 +216,7 @@ func (s *SLO) Set(text string) error {
 }
 
 // ParseSLO parses a comma-separated list of limits such as
-// "ttft=200ms,tpot=50ms,e2el=5s". Keys are ttft, tpot, itl and e2el
+// "ttft=200ms,tpot=50ms,e2el=5s". Keys are ttft, ttfo, tpot, itl and e2el
 // (case-insensitive); values are Go durations (time.ParseDuration). Spaces
 // around items are ignored. The empty string gives the zero SLO (no
 // limits). An unknown or repeated key, a malformed duration or a negative
@@ -232,6 +245,8 @@ func ParseSLO(text string) (SLO, error) {
 		switch key {
 		case "ttft":
 			s.TTFT = d
+		case "ttfo":
+			s.TTFO = d
 		case "tpot":
 			s.TPOT = d
 		case "itl":
@@ -239,7 +254,7 @@ func ParseSLO(text string) (SLO, error) {
 		case "e2el":
 			s.E2EL = d
 		default:
-			return SLO{}, fmt.Errorf("%w: unknown key %q (want ttft, tpot, itl or e2el)", ErrInvalidSLO, key)
+			return SLO{}, fmt.Errorf("%w: unknown key %q (want ttft, ttfo, tpot, itl or e2el)", ErrInvalidSLO, key)
 		}
 	}
 	if err := s.Validate(); err != nil {
@@ -253,9 +268,8 @@ func ParseSLO(text string) (SLO, error) {
 // percent (0–100); the comparison is inclusive. Its text form (String,
 // ParseObjective) is "p95 ttft<=200ms".
 type Objective struct {
-	// Latency is the distribution the objective bounds. Its JSON name
-	// stays "metric" (the field's name before it was renamed).
-	Latency Latency `json:"metric"`
+	// Latency is the distribution the objective bounds.
+	Latency Latency `json:"latency"`
 	// Percentile is the percentile in percent (0–100), e.g. 95.
 	Percentile float64 `json:"p"`
 	// Limit is the largest acceptable value at that percentile.

@@ -1,6 +1,7 @@
 package llmmetrics
 
 import (
+	"encoding/json"
 	"flag"
 	"io"
 	"testing"
@@ -18,18 +19,23 @@ func TestSLOCheck(t *testing.T) {
 		r    Record
 		want SLOCheck
 	}{
-		{"zero SLO, OK request", SLO{}, okRecord(0, 900, []float64{900}, 2), SLOCheck{true, true, true, true, true}},
-		{"failed request is never good", SLO{}, endedRecord(0, 10, OutcomeError), SLOCheck{false, true, true, true, true}},
-		{"canceled request is never good", SLO{}, endedRecord(0, 10, OutcomeCanceled), SLOCheck{false, true, true, true, true}},
-		{"no token fails TTFT", SLO{TTFT: time.Second}, noToken, SLOCheck{true, false, true, true, true}},
-		{"no token, E2EL from End", SLO{E2EL: msDur(50)}, noToken, SLOCheck{true, true, true, true, true}},
-		{"N = 1 meets any TPOT", SLO{TPOT: 1}, okRecord(0, 10, nil, 1), SLOCheck{true, true, true, true, true}},
-		{"one chunk has no gap", SLO{ITL: 1}, okRecord(0, 10, nil, 30), SLOCheck{true, true, true, true, true}},
-		{"stutter: one long gap", SLO{ITL: msDur(100)}, okRecord(0, 10, []float64{20, 150, 20}, 4), SLOCheck{true, true, true, false, true}},
+		{"zero SLO, OK request", SLO{}, okRecord(0, 900, []float64{900}, 2), SLOCheck{true, true, true, true, true, true}},
+		{"failed request is never good", SLO{}, endedRecord(0, 10, OutcomeError), SLOCheck{false, true, true, true, true, true}},
+		{"canceled request is never good", SLO{}, endedRecord(0, 10, OutcomeCanceled), SLOCheck{false, true, true, true, true, true}},
+		{"no token fails TTFT", SLO{TTFT: time.Second}, noToken, SLOCheck{true, false, true, true, true, true}},
+		{"no token, E2EL from End", SLO{E2EL: msDur(50)}, noToken, SLOCheck{true, true, true, true, true, true}},
+		{"N = 1 meets any TPOT", SLO{TPOT: 1}, okRecord(0, 10, nil, 1), SLOCheck{true, true, true, true, true, true}},
+		{"one chunk has no gap", SLO{ITL: 1}, okRecord(0, 10, nil, 30), SLOCheck{true, true, true, true, true, true}},
+		{"stutter: one long gap", SLO{ITL: msDur(100)}, okRecord(0, 10, []float64{20, 150, 20}, 4), SLOCheck{true, true, true, true, false, true}},
 		{"MaxITL without a list", SLO{ITL: msDur(100)}, func() Record { r := okRecord(0, 10, nil, 4); r.MaxITL = msDur(101); return r }(),
-			SLOCheck{true, true, true, false, true}},
-		{"TPOT over", SLO{TPOT: msDur(20)}, okRecord(0, 10, []float64{30, 30}, 3), SLOCheck{true, true, false, true, true}},
-		{"negative limit ignored", SLO{TTFT: -1}, okRecord(0, 10, nil, 1), SLOCheck{true, true, true, true, true}},
+			SLOCheck{true, true, true, true, false, true}},
+		{"TPOT over", SLO{TPOT: msDur(20)}, okRecord(0, 10, []float64{30, 30}, 3), SLOCheck{true, true, true, false, true, true}},
+		{"negative limit ignored", SLO{TTFT: -1}, okRecord(0, 10, nil, 1), SLOCheck{true, true, true, true, true, true}},
+		// TTFO: the first answer token at 10 ms + 890 ms of reasoning = 900 ms.
+		{"TTFO met at the limit", SLO{TTFO: msDur(900)}, withOutput(okRecord(0, 10, nil, 1), 900), SLOCheck{true, true, true, true, true, true}},
+		{"TTFO over by 1 ms", SLO{TTFO: msDur(899)}, withOutput(okRecord(0, 10, nil, 1), 900), SLOCheck{true, true, false, true, true, true}},
+		{"no answer token fails TTFO", SLO{TTFO: time.Hour}, okRecord(0, 10, nil, 1), SLOCheck{true, true, false, true, true, true}},
+		{"TTFT met, TTFO missed: reasoning", SLO{TTFT: msDur(10), TTFO: msDur(500)}, withOutput(okRecord(0, 10, nil, 1), 900), SLOCheck{true, true, false, true, true, true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,18 +156,83 @@ func TestParseObjectiveErrors(t *testing.T) {
 }
 
 func TestLatencyText(t *testing.T) {
-	for l := range Latency(4) {
+	for l := range Latency(6) {
 		b, err := l.MarshalText()
 		require.NoError(t, err)
 		var back Latency
 		require.NoError(t, back.UnmarshalText(b))
 		assert.Equal(t, l, back)
 	}
-	_, err := Latency(4).MarshalText()
+	_, err := Latency(6).MarshalText()
 	assert.ErrorIs(t, err, ErrInvalidText)
-	assert.Equal(t, "Latency(4)", Latency(4).String())
+	assert.Equal(t, "Latency(6)", Latency(6).String())
+	assert.Equal(t, "ttfo", LatencyTTFO.String())
+	assert.Equal(t, "generation", LatencyGeneration.String())
 	var l Latency
 	err = l.UnmarshalText([]byte("latency"))
 	assert.ErrorIs(t, err, ErrInvalidText)
 	assert.ErrorContains(t, err, `llmmetrics: invalid text: unknown latency "latency"`)
+}
+
+// withOutput returns r with its first answer token outMS after its Start.
+func withOutput(r Record, outMS float64) Record {
+	r.FirstOutput = r.Start.Add(msDur(outMS))
+	return r
+}
+
+func TestParseSLOTTFO(t *testing.T) {
+	s, err := ParseSLO("ttfo=2s, TTFT=200ms")
+	require.NoError(t, err)
+	assert.Equal(t, SLO{TTFT: 200 * time.Millisecond, TTFO: 2 * time.Second}, s)
+	assert.Equal(t, "ttft=200ms,ttfo=2s", s.String())
+	_, err = ParseSLO("ttfo=-1s")
+	assert.ErrorIs(t, err, ErrInvalidSLO)
+}
+
+func TestObjectiveNewLatencies(t *testing.T) {
+	for _, tt := range []struct {
+		text string
+		want Objective
+	}{
+		{"p95 ttfo<=2s", Objective{Latency: LatencyTTFO, Percentile: 95, Limit: 2 * time.Second}},
+		{"p50 Generation <= 1.5s", Objective{Latency: LatencyGeneration, Percentile: 50, Limit: 1500 * time.Millisecond}},
+	} {
+		t.Run(tt.text, func(t *testing.T) {
+			o, err := ParseObjective(tt.text)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, o)
+			back, err := ParseObjective(o.String())
+			require.NoError(t, err)
+			assert.Equal(t, o, back, "String round-trips")
+		})
+	}
+	// Two requests: TTFO 300 and 900 ms; generation 40 and 20 ms.
+	// numpy-linear p50 of TTFO = 600 ms, of generation = 30 ms.
+	recs := []Record{
+		withOutput(okRecord(0, 100, []float64{40}, 2), 300),
+		withOutput(okRecord(0, 100, []float64{10, 10}, 3), 900),
+	}
+	s := Summarize(recs, SummaryOptions{})
+	for _, tt := range []struct {
+		o    Objective
+		pass bool
+		val  time.Duration
+	}{
+		{Objective{Latency: LatencyTTFO, Percentile: 50, Limit: 600 * time.Millisecond}, true, 600 * time.Millisecond},
+		{Objective{Latency: LatencyTTFO, Percentile: 50, Limit: 599 * time.Millisecond}, false, 600 * time.Millisecond},
+		{Objective{Latency: LatencyGeneration, Percentile: 50, Limit: 29 * time.Millisecond}, false, 30 * time.Millisecond},
+	} {
+		res, err := tt.o.Check(s)
+		require.NoError(t, err)
+		assert.True(t, res.Found, tt.o.String())
+		assert.Equal(t, tt.pass, res.Pass, tt.o.String())
+		assert.Equal(t, tt.val, res.Value, tt.o.String())
+		assert.Equal(t, tt.o.Limit-tt.val, res.Margin, tt.o.String())
+	}
+}
+
+func TestObjectiveJSONKey(t *testing.T) {
+	b, err := json.Marshal(Objective{Latency: LatencyTTFO, Percentile: 95, Limit: time.Second})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"latency":"ttfo","p":95,"limit_ns":1000000000}`, string(b))
 }

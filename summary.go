@@ -62,6 +62,23 @@ type Summary struct {
 	// many of the OutputTokens the servers reported as reasoning (requests
 	// whose server does not say add 0).
 	ReasoningTokens int `json:"reasoning_tokens"`
+	// CachedInputTokens is Σ Record.CachedInputTokens over completed
+	// requests: how many of the InputTokens the providers read from their
+	// prompt cache.
+	CachedInputTokens int `json:"cached_input_tokens"`
+	// CacheWriteInputTokens is Σ Record.CacheWriteInputTokens over
+	// completed requests: how many of the InputTokens were written to the
+	// prompt cache.
+	CacheWriteInputTokens int `json:"cache_write_input_tokens"`
+	// PrefixCacheHitRate is CachedInputTokens / InputTokens, in [0, 1]
+	// (0 when no input was reported): the share of prompt tokens served
+	// from the prefix cache, the main lever on TTFT.
+	PrefixCacheHitRate float64 `json:"prefix_cache_hit_rate"`
+	// TokensSaturated reports that a token total (or Goodput.GoodTokens)
+	// would have exceeded math.MaxInt and was held at math.MaxInt: absurd
+	// usage counts from a server, never a real run. Rates computed from a
+	// saturated total are as large as the total allows, never negative.
+	TokensSaturated bool `json:"tokens_saturated,omitempty"`
 	// RequestThroughput is Completed / Duration, in requests per second
 	// (0 when Duration is 0).
 	RequestThroughput float64 `json:"request_throughput"`
@@ -89,6 +106,11 @@ type Summary struct {
 	// E2EL is the distribution of end-to-end latency over completed
 	// requests.
 	E2EL Distribution `json:"e2el"`
+	// GenerationTime is the distribution of token generation time
+	// (Record.GenerationTime: LastToken − FirstToken, 0 for one chunk) over
+	// completed requests that received a token. For each request
+	// E2EL = TTFT + GenerationTime.
+	GenerationTime Distribution `json:"generation_time"`
 	// RequestWeightedTPOT is the mean over requests of TPOT, each
 	// request counting once whatever its length (= TPOT.Mean, vLLM's
 	// "Mean TPOT"; 0 when TPOT.Count is 0): what a typical user feels.
@@ -120,10 +142,10 @@ type Summary struct {
 	Goodput Goodput `json:"goodput"`
 }
 
-// Latency names one of the four latency distributions of a Summary:
+// Latency names one of the latency distributions of a Summary:
 // Summary.Distribution selects it, an Objective bounds it. Its text form is
-// "ttft", "tpot", "itl" or "e2el" (read case-insensitively). The zero value
-// is LatencyTTFT.
+// "ttft", "tpot", "itl", "e2el", "ttfo" or "generation" (read
+// case-insensitively). The zero value is LatencyTTFT.
 type Latency uint8
 
 const (
@@ -135,13 +157,18 @@ const (
 	LatencyITL
 	// LatencyE2EL selects Summary.E2EL.
 	LatencyE2EL
+	// LatencyTTFO selects Summary.TTFO (time to the first answer token).
+	LatencyTTFO
+	// LatencyGeneration selects Summary.GenerationTime (LastToken −
+	// FirstToken).
+	LatencyGeneration
 )
 
-var latencyNames = []string{"ttft", "tpot", "itl", "e2el"}
+var latencyNames = []string{"ttft", "tpot", "itl", "e2el", "ttfo", "generation"}
 
 func (l Latency) valid() bool { return int(l) < len(latencyNames) }
 
-// String returns "ttft", "tpot", "itl" or "e2el" (or "Latency(N)").
+// String returns the latency's name, e.g. "ttft" (or "Latency(N)").
 func (l Latency) String() string {
 	if l.valid() {
 		return latencyNames[l]
@@ -157,11 +184,12 @@ func (l Latency) MarshalText() ([]byte, error) {
 	return []byte(latencyNames[l]), nil
 }
 
-// UnmarshalText decodes "ttft", "tpot", "itl" or "e2el", in any case.
+// UnmarshalText decodes "ttft", "tpot", "itl", "e2el", "ttfo" or
+// "generation", in any case.
 func (l *Latency) UnmarshalText(b []byte) error {
 	i, ok := parseName(b, latencyNames)
 	if !ok {
-		return fmt.Errorf("%w: unknown latency %q (want ttft, tpot, itl or e2el)", ErrInvalidText, b)
+		return fmt.Errorf("%w: unknown latency %q (want ttft, tpot, itl, e2el, ttfo or generation)", ErrInvalidText, b)
 	}
 	*l = Latency(i)
 	return nil
@@ -179,6 +207,10 @@ func (s Summary) Distribution(l Latency) Distribution {
 		return s.ITL
 	case LatencyE2EL:
 		return s.E2EL
+	case LatencyTTFO:
+		return s.TTFO
+	case LatencyGeneration:
+		return s.GenerationTime
 	}
 	return Distribution{}
 }
@@ -225,10 +257,10 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	// writes the per-record sample sets into one pooled buffer, record
 	// order kept (the float sums below depend on it):
 	// [TTFT | TTFO | TPOT | E2EL | concurrency events (2 per record)].
-	buf := stats.Buffer(6 * n)
+	buf := stats.Buffer(7 * n)
 	defer stats.Release(buf)
 	all := *buf
-	kTTFT, kTTFO, kTPOT, kE2EL, kEvents := all[:0:n], all[n:n:2*n], all[2*n:2*n:3*n], all[3*n:3*n:4*n], all[4*n:4*n]
+	kTTFT, kTTFO, kTPOT, kE2EL, kGen, kEvents := all[:0:n], all[n:n:2*n], all[2*n:2*n:3*n], all[3*n:3*n:4*n], all[4*n:4*n:5*n], all[5*n:5*n]
 
 	var (
 		nITL               int
@@ -237,7 +269,8 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		decodeSum          float64 // Σ(LastToken − FirstToken) in ns
 		decodeTokens       int     // Σ(N − 1)
 		mTTFT, mTPOT, mITL int     // per-threshold counts
-		mE2EL              int
+		mE2EL, mTTFO       int
+		sat                bool // a token sum saturated (addSat)
 		// Run bounds as offsets from tb (meaningful when allFast).
 		minStart, maxEnd int64
 		haveEnd          bool
@@ -266,18 +299,19 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 			}
 		}
 		out := max(r.OutputTokens, 0)
-		allOut += out
+		allOut = addSat(allOut, out, &sat)
 
 		c := opts.SLO.check(r, &m.figures)
 		if c.OK {
 			mTTFT += countIf(c.TTFT)
+			mTTFO += countIf(c.TTFO)
 			mTPOT += countIf(c.TPOT)
 			mITL += countIf(c.ITL)
 			mE2EL += countIf(c.E2EL)
 		}
 		if c.Met() {
 			s.Goodput.Good++
-			goodTokens += out
+			goodTokens = addSat(goodTokens, out, &sat)
 		}
 
 		switch r.Outcome {
@@ -290,18 +324,21 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 			continue
 		}
 		s.Completed++
-		s.InputTokens += max(r.InputTokens, 0)
-		s.OutputTokens += out
-		s.ReasoningTokens += max(r.ReasoningTokens, 0)
+		s.InputTokens = addSat(s.InputTokens, r.InputTokens, &sat)
+		s.OutputTokens = addSat(s.OutputTokens, out, &sat)
+		s.ReasoningTokens = addSat(s.ReasoningTokens, r.ReasoningTokens, &sat)
+		s.CachedInputTokens = addSat(s.CachedInputTokens, r.CachedInputTokens, &sat)
+		s.CacheWriteInputTokens = addSat(s.CacheWriteInputTokens, r.CacheWriteInputTokens, &sat)
 		if m.hasTTFO {
 			kTTFO = append(kTTFO, uint64(m.ttfo))
 		}
 		if m.tok {
 			kTTFT = append(kTTFT, uint64(m.ttft))
+			kGen = append(kGen, uint64(m.decode))
 			if out > 1 {
 				d := float64(m.decode)
 				decodeSum += d
-				decodeTokens += out - 1
+				decodeTokens = addSat(decodeTokens, out-1, &sat)
 				// Non-negative float64 bits order like the values.
 				kTPOT = append(kTPOT, math.Float64bits(d/float64(out-1)))
 			}
@@ -332,17 +369,21 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		secs := s.Duration.Seconds()
 		s.RequestThroughput = float64(s.Completed) / secs
 		s.OutputThroughput = float64(s.OutputTokens) / secs
-		s.TotalTokenThroughput = float64(s.InputTokens+s.OutputTokens) / secs
+		s.TotalTokenThroughput = (float64(s.InputTokens) + float64(s.OutputTokens)) / secs
 		s.Goodput.RequestsPerSecond = float64(s.Goodput.Good) / secs
 		s.Goodput.TokensPerSecond = float64(goodTokens) / secs
 		s.MeanConcurrency = busy / float64(s.Duration)
 	}
 	s.Goodput.GoodTokens = goodTokens
+	s.TokensSaturated = sat
+	if s.InputTokens > 0 {
+		s.PrefixCacheHitRate = min(float64(s.CachedInputTokens)/float64(s.InputTokens), 1)
+	}
 	{
 		n := float64(s.Requests)
 		s.Goodput.Attainment = float64(s.Goodput.Good) / n
 		s.Goodput.ByThreshold = ThresholdAttainment{
-			TTFT: float64(mTTFT) / n, TPOT: float64(mTPOT) / n,
+			TTFT: float64(mTTFT) / n, TTFO: float64(mTTFO) / n, TPOT: float64(mTPOT) / n,
 			ITL: float64(mITL) / n, E2EL: float64(mE2EL) / n,
 		}
 	}
@@ -367,6 +408,8 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	}
 	e2el := stats.Of(kE2EL, *scratch, ps, stats.Int)
 	s.E2EL = distribution(&e2el, ps)
+	gen := stats.Of(kGen, *scratch, ps, stats.Int)
+	s.GenerationTime = distribution(&gen, ps)
 	if nITL > 0 {
 		itl := stats.Gaps(len(records), func(i int) []time.Duration {
 			if records[i].Outcome != OutcomeOK {
@@ -438,8 +481,6 @@ func slowRunBounds(records []Record, events []uint64) (time.Duration, []uint64) 
 // figures an SLO bounds and the run-level times.
 type recMetrics struct {
 	figures
-	hasTTFO bool          // !FirstOutput.IsZero()
-	ttfo    time.Duration // TTFO(), when hasTTFO
 	hasBusy bool          // End.After(Start)
 	busy    time.Duration // End − Start (when hasBusy)
 	hasEnd  bool          // !End.IsZero()
@@ -451,7 +492,6 @@ type recMetrics struct {
 // slow fills m from the Record methods themselves.
 func (m *recMetrics) slow(r *Record) {
 	m.figures = r.figures()
-	m.ttfo, m.hasTTFO = r.TTFO()
 	if r.End.After(r.Start) {
 		m.hasBusy, m.busy = true, r.End.Sub(r.Start)
 	}
@@ -521,6 +561,20 @@ func (m *recMetrics) fast(r *Record, b *timebase.Base) bool {
 		return false
 	}
 	return true
+}
+
+// addSat returns sum + max(v, 0), held at math.MaxInt (and *sat set)
+// instead of wrapping around: an absurd usage count never turns a total
+// negative.
+func addSat(sum, v int, sat *bool) int {
+	if v <= 0 {
+		return sum
+	}
+	if sum > math.MaxInt-v {
+		*sat = true
+		return math.MaxInt
+	}
+	return sum + v
 }
 
 func countIf(b bool) int {

@@ -35,7 +35,8 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 		decodeSum          float64 // Σ(LastToken − FirstToken) in ns
 		decodeTokens       int     // Σ(N − 1)
 		mTTFT, mTPOT, mITL int     // per-threshold counts
-		mE2EL              int
+		mE2EL, mTTFO       int
+		sat                bool
 	)
 	for i := range records {
 		r := &records[i]
@@ -50,18 +51,19 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 			nBusy++
 		}
 		out := max(r.OutputTokens, 0)
-		allOut += out
+		allOut = addSat(allOut, out, &sat)
 
 		c := opts.SLO.Check(*r)
 		if c.OK {
 			mTTFT += countIf(c.TTFT)
+			mTTFO += countIf(c.TTFO)
 			mTPOT += countIf(c.TPOT)
 			mITL += countIf(c.ITL)
 			mE2EL += countIf(c.E2EL)
 		}
 		if c.Met() {
 			s.Goodput.Good++
-			goodTokens += out
+			goodTokens = addSat(goodTokens, out, &sat)
 		}
 
 		switch r.Outcome {
@@ -74,9 +76,11 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 			continue
 		}
 		s.Completed++
-		s.InputTokens += max(r.InputTokens, 0)
-		s.OutputTokens += out
-		s.ReasoningTokens += max(r.ReasoningTokens, 0)
+		s.InputTokens = addSat(s.InputTokens, r.InputTokens, &sat)
+		s.OutputTokens = addSat(s.OutputTokens, out, &sat)
+		s.ReasoningTokens = addSat(s.ReasoningTokens, r.ReasoningTokens, &sat)
+		s.CachedInputTokens = addSat(s.CachedInputTokens, r.CachedInputTokens, &sat)
+		s.CacheWriteInputTokens = addSat(s.CacheWriteInputTokens, r.CacheWriteInputTokens, &sat)
 		if _, ok := r.TTFO(); ok {
 			nTTFO++
 		}
@@ -86,7 +90,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 				nTPOT++
 				d := float64(r.decode())
 				decodeSum += d
-				decodeTokens += out - 1
+				decodeTokens = addSat(decodeTokens, out-1, &sat)
 			}
 		}
 		nITL += len(r.ITL)
@@ -107,17 +111,21 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 		secs := s.Duration.Seconds()
 		s.RequestThroughput = float64(s.Completed) / secs
 		s.OutputThroughput = float64(s.OutputTokens) / secs
-		s.TotalTokenThroughput = float64(s.InputTokens+s.OutputTokens) / secs
+		s.TotalTokenThroughput = (float64(s.InputTokens) + float64(s.OutputTokens)) / secs
 		s.Goodput.RequestsPerSecond = float64(s.Goodput.Good) / secs
 		s.Goodput.TokensPerSecond = float64(goodTokens) / secs
 		s.MeanConcurrency = busy / float64(s.Duration)
 	}
 	s.Goodput.GoodTokens = goodTokens
+	s.TokensSaturated = sat
+	if s.InputTokens > 0 {
+		s.PrefixCacheHitRate = min(float64(s.CachedInputTokens)/float64(s.InputTokens), 1)
+	}
 	if s.Requests > 0 {
 		n := float64(s.Requests)
 		s.Goodput.Attainment = float64(s.Goodput.Good) / n
 		s.Goodput.ByThreshold = ThresholdAttainment{
-			TTFT: float64(mTTFT) / n, TPOT: float64(mTPOT) / n,
+			TTFT: float64(mTTFT) / n, TTFO: float64(mTTFO) / n, TPOT: float64(mTPOT) / n,
 			ITL: float64(mITL) / n, E2EL: float64(mE2EL) / n,
 		}
 	}
@@ -186,6 +194,14 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 		}
 	}
 	s.E2EL = dist(k, stats.Int)
+
+	k = (*keys)[:0]
+	for i := range records {
+		if d, ok := records[i].GenerationTime(); ok && records[i].Outcome == OutcomeOK {
+			k = append(k, uint64(d))
+		}
+	}
+	s.GenerationTime = dist(k, stats.Int)
 
 	// Peak concurrency: a sweep over [Start, End). Events are encoded as
 	// (time since minStart) << 1 | 1 for an arrival, | 0 for a departure,

@@ -270,15 +270,15 @@ func TestSummarizeSLOOnTheLimit(t *testing.T) {
 		r    Record
 		want SLOCheck
 	}{
-		{"all on the limit", onLimit, SLOCheck{OK: true, TTFT: true, TPOT: true, ITL: true, E2EL: true}},
+		{"all on the limit", onLimit, SLOCheck{OK: true, TTFO: true, TTFT: true, TPOT: true, ITL: true, E2EL: true}},
 		{"TTFT 1 ns over", justOver(func(r *Record) { r.Start = r.Start.Add(-1) }),
-			SLOCheck{OK: true, TTFT: false, TPOT: true, ITL: true, E2EL: false}},
+			SLOCheck{OK: true, TTFO: true, TTFT: false, TPOT: true, ITL: true, E2EL: false}},
 		// 100 ms + 1 ns over 4 tokens: Record.TPOT rounds to 25 ms, but the
 		// limit is compared exactly.
 		{"TPOT a quarter ns over", justOver(func(r *Record) { r.LastToken = r.LastToken.Add(1); r.End = r.LastToken }),
-			SLOCheck{OK: true, TTFT: true, TPOT: false, ITL: true, E2EL: false}},
+			SLOCheck{OK: true, TTFO: true, TTFT: true, TPOT: false, ITL: true, E2EL: false}},
 		{"largest gap 1 ns over", justOver(func(r *Record) { r.ITL[1]++ }),
-			SLOCheck{OK: true, TTFT: true, TPOT: true, ITL: false, E2EL: true}},
+			SLOCheck{OK: true, TTFO: true, TTFT: true, TPOT: true, ITL: false, E2EL: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -547,3 +547,84 @@ func fuzzInt64s(data *[]byte) func() int64 {
 }
 
 func jsonFloat(f float64) string { b, _ := json.Marshal(f); return string(b) }
+
+func TestSummaryCacheAndGeneration(t *testing.T) {
+	// Three completed requests and one failed one (excluded everywhere):
+	//   A: input 1000, cached 800, write 0;   gaps 40 ms         → generation 40 ms
+	//   B: input 3000, cached 1200, write 500; one chunk          → generation 0
+	//   C: input 0 (not reported);             gaps 10 + 30 ms    → generation 40 ms
+	//   F: failed, input 9999, cached 9999.
+	// Σ cached = 2000, Σ write = 500, Σ input = 4000 → hit rate 0.5.
+	// Generation: {0, 40, 40} ms → mean 26.666667 ms, median 40 ms, min 0, max 40.
+	a := okRecord(0, 100, []float64{40}, 2)
+	a.InputTokens, a.CachedInputTokens = 1000, 800
+	b := okRecord(0, 100, nil, 1)
+	b.InputTokens, b.CachedInputTokens, b.CacheWriteInputTokens = 3000, 1200, 500
+	c := okRecord(0, 100, []float64{10, 30}, 3)
+	c.InputTokens = 0
+	f := endedRecord(0, 10, OutcomeError)
+	f.InputTokens, f.CachedInputTokens = 9999, 9999
+	s := Summarize([]Record{a, b, c, f}, SummaryOptions{})
+	assert.Equal(t, 4000, s.InputTokens)
+	assert.Equal(t, 2000, s.CachedInputTokens)
+	assert.Equal(t, 500, s.CacheWriteInputTokens)
+	assert.InDelta(t, 0.5, s.PrefixCacheHitRate, 0)
+	assert.Equal(t, 3, s.GenerationTime.Count)
+	assert.Equal(t, msDur(40), s.GenerationTime.Median)
+	assert.Equal(t, time.Duration(0), s.GenerationTime.Min)
+	assert.Equal(t, msDur(40), s.GenerationTime.Max)
+	assert.Equal(t, time.Duration(26666667), s.GenerationTime.Mean)
+	// E2EL = TTFT + generation, request by request: the maxima agree.
+	assert.Equal(t, s.TTFT.Max+s.GenerationTime.Max, s.E2EL.Max)
+
+	t.Run("no input reported: hit rate 0", func(t *testing.T) {
+		s := Summarize([]Record{c}, SummaryOptions{})
+		assert.Zero(t, s.PrefixCacheHitRate)
+	})
+	t.Run("JSON names", func(t *testing.T) {
+		b, err := json.Marshal(s)
+		require.NoError(t, err)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(b, &m))
+		assert.EqualValues(t, 2000, m["cached_input_tokens"])
+		assert.EqualValues(t, 500, m["cache_write_input_tokens"])
+		assert.EqualValues(t, 0.5, m["prefix_cache_hit_rate"])
+		assert.Contains(t, m, "generation_time")
+		assert.NotContains(t, m, "tokens_saturated", "omitted when false")
+	})
+}
+
+func TestSummaryTTFOAttainment(t *testing.T) {
+	// TTFO 300 ms (good), 900 ms (misses 500 ms), and no answer token (misses).
+	recs := []Record{
+		withOutput(okRecord(0, 100, []float64{40}, 2), 300),
+		withOutput(okRecord(0, 100, []float64{40}, 2), 900),
+		okRecord(0, 100, []float64{40}, 2),
+	}
+	s := Summarize(recs, SummaryOptions{SLO: SLO{TTFO: 500 * time.Millisecond}})
+	assert.Equal(t, 1, s.Goodput.Good)
+	assert.InDelta(t, 1.0/3.0, s.Goodput.Attainment, 1e-15)
+	assert.InDelta(t, 1.0/3.0, s.Goodput.ByThreshold.TTFO, 1e-15)
+	assert.InDelta(t, 1.0, s.Goodput.ByThreshold.TTFT, 0, "TTFT unset: every OK request")
+}
+
+func TestSummaryTokenTotalsSaturate(t *testing.T) {
+	// Two records claiming math.MaxInt output tokens would wrap to −2 in a
+	// plain sum; the totals hold at math.MaxInt and say so.
+	a := okRecord(0, 100, []float64{40}, math.MaxInt)
+	a.InputTokens = math.MaxInt
+	b := a
+	s := Summarize([]Record{a, b}, SummaryOptions{Duration: time.Second})
+	assert.True(t, s.TokensSaturated)
+	assert.Equal(t, math.MaxInt, s.OutputTokens)
+	assert.Equal(t, math.MaxInt, s.InputTokens)
+	assert.Equal(t, math.MaxInt, s.Goodput.GoodTokens)
+	assert.Positive(t, s.OutputThroughput)
+	assert.Positive(t, s.TotalTokenThroughput)
+	assert.InDelta(t, 2*float64(math.MaxInt), s.TotalTokenThroughput, 1e5, "input + output as floats: no wrap-around")
+	assert.Positive(t, s.TokenWeightedTPOT+1, "never negative")
+	assert.GreaterOrEqual(t, s.Goodput.UsefulWorkRatio, 0.0)
+
+	ok := Summarize([]Record{okRecord(0, 100, []float64{40}, 2)}, SummaryOptions{})
+	assert.False(t, ok.TokensSaturated)
+}

@@ -13,75 +13,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-	"go.opentelemetry.io/otel/semconv/v1.41.0/genaiconv"
-)
-
-// Attribute keys this library adds to its own counters.
-const (
-	// OutcomeKey is the attribute of the requests and tokens counters that
-	// says how a request ended: "ok", "error" or "canceled".
-	OutcomeKey = attribute.Key("llmmetrics.outcome")
-	// SLOMetKey is the boolean attribute of the requests and tokens counters
-	// that says whether the request met the Tracker's SLO. It is present only
-	// when the Tracker has an SLO (WithSLO). Goodput ratio =
-	// rate(requests{slo_met="true"}) / rate(requests).
-	SLOMetKey = attribute.Key("llmmetrics.slo_met")
-)
-
-// MetricNames are the instrument names a Tracker of one role emits.
-type MetricNames struct {
-	TTFT, TPOT, ITL, E2EL string
-	// TTFO is the time to first output (answer) token histogram,
-	// MetricTTFO for both roles: the GenAI conventions have none.
-	TTFO string
-	// TokenUsage is the gen_ai.client.token.usage histogram; empty for the
-	// server role.
-	TokenUsage               string
-	Tokens, Requests, Active string
-}
-
-// Names of the instruments that are not (yet) in the GenAI conventions.
-const (
-	MetricTTFO       = "llmmetrics.time_to_first_output_token"
-	MetricServerITL  = "llmmetrics.inter_token_latency"
-	MetricClientTPOT = "llmmetrics.time_per_output_token"
-	MetricTokens     = "llmmetrics.tokens"
-	MetricRequests   = "llmmetrics.requests"
-	MetricActive     = "llmmetrics.requests.active"
-)
-
-// MetricNames returns the instrument names of the role (see the package
-// documentation's metric table).
-func (r Role) MetricNames() MetricNames {
-	if r == RoleClient {
-		return MetricNames{
-			TTFT:       genaiconv.ClientOperationTimeToFirstChunk{}.Name(),
-			TPOT:       MetricClientTPOT,
-			ITL:        genaiconv.ClientOperationTimePerOutputChunk{}.Name(),
-			E2EL:       genaiconv.ClientOperationDuration{}.Name(),
-			TTFO:       MetricTTFO,
-			TokenUsage: genaiconv.ClientTokenUsage{}.Name(),
-			Tokens:     MetricTokens, Requests: MetricRequests, Active: MetricActive,
-		}
-	}
-	return MetricNames{
-		TTFT:   genaiconv.ServerTimeToFirstToken{}.Name(),
-		TPOT:   genaiconv.ServerTimePerOutputToken{}.Name(),
-		ITL:    MetricServerITL,
-		E2EL:   genaiconv.ServerRequestDuration{}.Name(),
-		TTFO:   MetricTTFO,
-		Tokens: MetricTokens, Requests: MetricRequests, Active: MetricActive,
-	}
-}
-
-// Explicit bucket boundaries, in seconds (tokens for TokenBuckets): the
-// GenAI semantic conventions' recommendations, and a finer set for ITL.
-var (
-	ServerTTFTBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
-	TPOTBuckets       = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5}
-	ITLBuckets        = []float64{0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5}
-	DurationBuckets   = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
-	TokenBuckets      = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
 )
 
 // Tracker measures requests and emits their OpenTelemetry metrics. It owns
@@ -104,13 +35,6 @@ type Tracker struct {
 	win *window
 }
 
-type instruments struct {
-	ttft, ttfo, tpot, itl, e2el metric.Float64Histogram
-	tokenUsage                  metric.Int64Histogram // client role only
-	tokens, requests            metric.Int64Counter
-	active                      metric.Int64UpDownCounter
-}
-
 // NewTracker returns a Tracker configured by opts. Invalid options make it
 // fail with an error wrapping ErrInvalidOption (ErrInvalidSLO for WithSLO);
 // a MeterProvider that refuses to create an instrument makes it fail with
@@ -130,64 +54,6 @@ func NewTracker(opts ...Option) (*Tracker, error) {
 		t.win = newWindow(cfg.windowN, cfg.windowAge)
 	}
 	return t, nil
-}
-
-func newInstruments(cfg config) (instruments, error) {
-	m := cfg.provider.Meter(ScopeName, metric.WithInstrumentationVersion(Version), metric.WithSchemaURL(semconv.SchemaURL))
-	var (
-		in   instruments
-		errs []error
-	)
-	bounds := func(b []float64) metric.Float64HistogramOption { return metric.WithExplicitBucketBoundaries(b...) }
-	check := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	names := cfg.role.MetricNames()
-	ttfoBuckets := ServerTTFTBuckets
-	if cfg.role == RoleClient {
-		ttfoBuckets = DurationBuckets
-	}
-	var err error
-	in.ttfo, err = m.Float64Histogram(names.TTFO, metric.WithUnit("s"), bounds(ttfoBuckets),
-		metric.WithDescription("Time to first output token: from the start of the request to the first chunk that carries answer tokens (content, refusal, tool calls), after any reasoning tokens."))
-	check(err)
-	if cfg.role == RoleClient {
-		ttft, err := genaiconv.NewClientOperationTimeToFirstChunk(m, bounds(DurationBuckets))
-		check(err)
-		itl, err := genaiconv.NewClientOperationTimePerOutputChunk(m, bounds(ITLBuckets))
-		check(err)
-		e2el, err := genaiconv.NewClientOperationDuration(m, bounds(DurationBuckets))
-		check(err)
-		usage, err := genaiconv.NewClientTokenUsage(m, metric.WithExplicitBucketBoundaries(TokenBuckets...))
-		check(err)
-		in.ttft, in.itl, in.e2el, in.tokenUsage = ttft.Inst(), itl.Inst(), e2el.Inst(), usage.Inst()
-		in.tpot, err = m.Float64Histogram(names.TPOT, metric.WithUnit("s"), bounds(TPOTBuckets),
-			metric.WithDescription("Time per output token after the first, (last token − first token) / (output tokens − 1), for each successful response with more than one output token."))
-		check(err)
-	} else {
-		ttft, err := genaiconv.NewServerTimeToFirstToken(m, bounds(ServerTTFTBuckets))
-		check(err)
-		tpot, err := genaiconv.NewServerTimePerOutputToken(m, bounds(TPOTBuckets))
-		check(err)
-		e2el, err := genaiconv.NewServerRequestDuration(m, bounds(DurationBuckets))
-		check(err)
-		in.ttft, in.tpot, in.e2el = ttft.Inst(), tpot.Inst(), e2el.Inst()
-		in.itl, err = m.Float64Histogram(names.ITL, metric.WithUnit("s"), bounds(ITLBuckets),
-			metric.WithDescription("Inter-token latency: each gap between consecutive token-carrying chunks of a response."))
-		check(err)
-	}
-	in.tokens, err = m.Int64Counter(names.Tokens, metric.WithUnit("{token}"),
-		metric.WithDescription("Input and output tokens of ended requests, by gen_ai.token.type, outcome and SLO result."))
-	check(err)
-	in.requests, err = m.Int64Counter(names.Requests, metric.WithUnit("{request}"),
-		metric.WithDescription("Ended requests, by outcome and SLO result."))
-	check(err)
-	in.active, err = m.Int64UpDownCounter(names.Active, metric.WithUnit("{request}"),
-		metric.WithDescription("Requests started and not yet ended."))
-	check(err)
-	return in, errors.Join(errs...)
 }
 
 // sloState indexes the prebuilt end options of a successful request.
@@ -677,6 +543,12 @@ func (t *Tracker) finish(ctx context.Context, in *instruments, set *attrSet, rec
 	}
 	if rec.OutputTokens > 0 {
 		in.tokens.Add(ctx, int64(rec.OutputTokens), opts.out...)
+	}
+	if rec.CachedInputTokens > 0 {
+		in.cachedInput.Add(ctx, int64(rec.CachedInputTokens), opts.in...)
+	}
+	if rec.CacheWriteInputTokens > 0 {
+		in.cacheWrite.Add(ctx, int64(rec.CacheWriteInputTokens), opts.in...)
 	}
 	if in.tokenUsage != nil {
 		if rec.InputTokens > 0 {

@@ -229,20 +229,45 @@ func withoutDescription(m metricdata.Metrics) metricdata.Metrics {
 
 func TestRequestCachedInputTokens(t *testing.T) {
 	errs := otelErrors(t)
-	tr, _ := newTestTracker(t)
+	tr, reader := newTestTracker(t, WithSLO(SLO{E2EL: time.Second}))
 	r := tr.StartAt(context.Background(), at(0))
 	r.SetUsage(2000, 1)
 	r.SetCachedInputTokens(1152, 64)
-	r.SetCachedInputTokens(-1, 3)   // ignored and reported
-	r.SetCachedInputTokens(1500, 0) // the last report wins
+	r.SetCachedInputTokens(-1, 3)    // ignored and reported
+	r.SetCachedInputTokens(1500, 40) // the last report wins
 	r.ChunkAt(at(10), 1)
 	rec := r.EndAt(at(20), nil)
 	r.SetCachedInputTokens(7, 7) // after End: ignored
 	assert.Equal(t, 2000, rec.InputTokens, "input stays the whole prompt")
 	assert.Equal(t, 1500, rec.CachedInputTokens)
-	assert.Equal(t, 0, rec.CacheWriteInputTokens)
+	assert.Equal(t, 40, rec.CacheWriteInputTokens)
 	require.Len(t, errs(), 1)
 	assert.ErrorContains(t, errs()[0], "negative usage")
+
+	// A second request that reports no cache adds nothing to the counters.
+	r2 := tr.StartAt(context.Background(), at(0))
+	r2.SetUsage(500, 1)
+	r2.ChunkAt(at(10), 1)
+	r2.EndAt(at(20), nil)
+
+	// The counters carry the attributes of the input tokens series, so
+	// rate(cached) / rate(tokens{input}) = 1500 / 2500 = 0.6.
+	got := collect(t, reader)
+	inAttrs := set(OutcomeKey.String("ok"), SLOMetKey.Bool(true), semconv.GenAITokenTypeInput)
+	metricdatatest.AssertEqual(t,
+		intSum(MetricCachedInputTokens, "{token}", true, metricdata.DataPoint[int64]{Attributes: inAttrs, Value: 1500}),
+		withoutDescription(got[MetricCachedInputTokens]), metricdatatest.IgnoreTimestamp())
+	metricdatatest.AssertEqual(t,
+		intSum(MetricCacheWriteInputTokens, "{token}", true, metricdata.DataPoint[int64]{Attributes: inAttrs, Value: 40}),
+		withoutDescription(got[MetricCacheWriteInputTokens]), metricdatatest.IgnoreTimestamp())
+	var input int64
+	for _, p := range got[MetricTokens].Data.(metricdata.Sum[int64]).DataPoints {
+		if v, _ := p.Attributes.Value(semconv.GenAITokenTypeKey); v.AsString() == "input" {
+			input += p.Value
+		}
+	}
+	assert.Equal(t, int64(2500), input)
+	assert.InDelta(t, 0.6, float64(counterTotal(t, got, MetricCachedInputTokens))/float64(input), 1e-15)
 }
 
 func TestRequestEdgeCases(t *testing.T) {
