@@ -680,4 +680,7 @@ func (t *Tracker) finish(ctx context.Context, set *attrSet, rec Record, err erro
 	if t.win != nil {
 		t.win.add(rec)
 	}
+	if t.cfg.onEnd != nil {
+		t.cfg.onEnd(ctx, rec)
+	}
 }
