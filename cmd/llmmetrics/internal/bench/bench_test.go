@@ -250,3 +250,20 @@ func TestHelpExitsZero(t *testing.T) {
 	assert.Equal(t, 0, run(context.Background(), []string{"-h"}, env{stdout: &stdout, stderr: &stderr}))
 	assert.Contains(t, stderr.String(), "-server-metrics")
 }
+
+// TestLiveProgressLine: on a terminal the status line is rewritten in place
+// while a repeat runs, and cleared before the level's plain line.
+func TestLiveProgressLine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		var stdout, stderr bytes.Buffer
+		e := testEnv(&stdout, &stderr, nil)
+		e.live = true
+		code := run(context.Background(), []string{"-concurrency", "2", "-requests", "16", "-repeats", "1", "-speedup", "1", "-max-tokens", "64", "-out", dir}, e)
+		require.Equal(t, 0, code, "stderr: %s", stderr.String())
+		out := stderr.String()
+		assert.Contains(t, out, "\r\033[Kconcurrency 2     repeat 1: ", "a live line")
+		assert.Contains(t, out, "/16 requests")
+		assert.Contains(t, out, "\r\033[Kconcurrency 2     done:", "the live line is cleared before the level's line")
+	})
+}
