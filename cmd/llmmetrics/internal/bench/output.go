@@ -26,6 +26,8 @@ type Level struct {
 	RepeatThroughput []float64 `json:"repeat_output_throughput"`
 	// MeetsSLO: SLO attainment reaches the target and every objective passes.
 	MeetsSLO bool `json:"meets_slo"`
+
+	repeats []llmmetrics.Summary // each repeat's own Summary, for the saturation analysis
 }
 
 // Results is the content of results.json (docs/command.md).

@@ -175,6 +175,7 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 		all = append(all, recs...)
 		total += s.Duration
 		l.RepeatThroughput = append(l.RepeatThroughput, s.OutputThroughput)
+		l.repeats = append(l.repeats, s)
 		n := len(l.RepeatThroughput)
 		if b.o.repeats > 0 {
 			if n >= b.o.repeats {
