@@ -37,6 +37,8 @@ type chart struct {
 	logY                bool
 	yMax                float64 // fixed top of the y axis (0: from the data)
 	series              []series
+	limit               float64 // a horizontal dashed line (0: none), e.g. the SLO's TTFT limit
+	limitLabel          string
 }
 
 // writeCharts draws throughput, p99 TTFT (and, when the server reported
@@ -66,7 +68,8 @@ func writeCharts(dir string, r Results) ([]string, error) {
 	}
 	charts := []chart{
 		{file: "throughput.svg", title: "Output throughput against load", yLabel: "output tokens/s", series: []series{all, good}},
-		{file: "ttft.svg", title: "Time to first token against load", yLabel: "TTFT (ms, log scale)", logY: true, series: []series{p50, p99}},
+		{file: "ttft.svg", title: "Time to first token against load", yLabel: "TTFT (ms, log scale)", logY: true, series: []series{p50, p99},
+			limit: r.SLO.TTFT.Seconds() * 1000, limitLabel: "SLO: TTFT ≤ " + r.SLO.TTFT.String()},
 	}
 	charts = append(charts, serverCharts(r)...)
 	var paths []string
@@ -140,6 +143,9 @@ func drawChart(path string, c chart, r Results) error {
 	p.X.Tick.Marker = ticks
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = true, true
+	if c.limit > 0 {
+		p.Add(&horizontalLine{Y: c.limit, Label: c.limitLabel})
+	}
 	if r.Saturation.Found {
 		p.Add(&verticalLine{X: r.Saturation.Load, Label: fmt.Sprintf("saturation: %g", r.Saturation.Load)})
 	}
@@ -150,7 +156,7 @@ func drawChart(path string, c chart, r Results) error {
 	if err != nil {
 		return err
 	}
-	w, err := p.WriterTo(7*vg.Inch, 4*vg.Inch, "svg")
+	w, err := p.WriterTo(7*vg.Inch, 4*vg.Inch, chartFormat)
 	if err == nil {
 		_, err = w.WriteTo(f)
 	}
@@ -198,7 +204,29 @@ func (v *verticalLine) Plot(c draw.Canvas, p *plot.Plot) {
 	c.FillText(ts, vg.Point{X: xc + vg.Points(4), Y: y}, v.Label)
 }
 
+// horizontalLine is a plotter that draws a horizontal dashed line across
+// the data area with a label at its left end.
+type horizontalLine struct {
+	Y     float64
+	Label string
+}
+
+// Plot implements plot.Plotter.
+func (h *horizontalLine) Plot(c draw.Canvas, p *plot.Plot) {
+	y := p.Y.Norm(h.Y)
+	if y < 0 || y > 1 {
+		return
+	}
+	yc := c.Y(y)
+	style := draw.LineStyle{Color: red, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(2), vg.Points(3)}}
+	c.StrokeLine2(style, c.Min.X, yc, c.Max.X, yc)
+	ts := draw.TextStyle{Color: red, Font: plot.DefaultFont, Handler: plot.DefaultTextHandler, XAlign: draw.XLeft, YAlign: draw.YBottom}
+	ts.Font.Size = vg.Points(9)
+	c.FillText(ts, vg.Point{X: c.Min.X + vg.Points(4), Y: yc + vg.Points(2)}, h.Label)
+}
+
 // serverCharts are the charts of server telemetry (none without it).
 func serverCharts(Results) []chart { return nil }
 
 var _ = purple
+var chartFormat = "svg"
