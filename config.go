@@ -1,6 +1,7 @@
 package llmmetrics
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -86,6 +87,7 @@ type config struct {
 	cacheSize  int
 	errs       []error
 	errorTyper func(error) string
+	onEnd      func(context.Context, Record)
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -233,6 +235,23 @@ func WithErrorType(f func(error) string) Option {
 	return optionFunc(func(c *config) {
 		if f != nil {
 			c.errorTyper = f
+		}
+	})
+}
+
+// WithOnEnd sets a function called with the Record of every request the
+// Tracker ends, after its measurements were recorded, on the goroutine that
+// ended it (for NewTransport: the one that read the body to its end or
+// closed it). ctx is the request's context (the one given to Start; for
+// NewTransport and Middleware the http.Request's), so a caller can find its
+// own per-request values there. f must be safe for concurrent use, must not
+// block, and must not modify the Record's ITL slice (End returns the same
+// slice). It is how a load tester that measures through NewTransport
+// collects every request's Record. A nil f is ignored. Default: none.
+func WithOnEnd(f func(ctx context.Context, r Record)) Option {
+	return optionFunc(func(c *config) {
+		if f != nil {
+			c.onEnd = f
 		}
 	})
 }

@@ -563,4 +563,7 @@ func (t *Tracker) finish(ctx context.Context, in *instruments, set *attrSet, rec
 	if t.win != nil {
 		t.win.add(rec)
 	}
+	if t.cfg.onEnd != nil {
+		t.cfg.onEnd(ctx, rec)
+	}
 }

@@ -1,0 +1,219 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
+)
+
+// Schema is the "schema" of results.json.
+const Schema = "llmmetrics.bench/v1"
+
+// Level is one measured load level of results.json.
+type Level struct {
+	// Load is the offered load (concurrency, or requests per second).
+	Load float64 `json:"load"`
+	// Summary pools the measured requests of every repeat; its rates are
+	// over the sum of the repeats' durations.
+	Summary llmmetrics.Summary `json:"summary"`
+	// RepeatThroughput is each repeat's output throughput (tokens/s).
+	RepeatThroughput []float64 `json:"repeat_output_throughput"`
+	// MeetsSLO: SLO attainment reaches the target and every objective passes.
+	MeetsSLO bool `json:"meets_slo"`
+
+	repeats []llmmetrics.Summary // each repeat's own Summary, for the saturation analysis
+}
+
+// Results is the content of results.json (docs/command.md).
+type Results struct {
+	Schema           string                 `json:"schema"`
+	Target           string                 `json:"target"`
+	Model            string                 `json:"model"`
+	Mode             Mode                   `json:"mode"`
+	SLO              llmmetrics.SLO         `json:"slo"`
+	Objectives       []llmmetrics.Objective `json:"objectives,omitempty"`
+	AttainmentTarget float64                `json:"attainment_target"`
+	Levels           []*Level               `json:"levels"`
+	Saturation       llmmetrics.Saturation  `json:"saturation"`
+	// MaxLoadUnderSLO is the highest load found that meets the SLO and
+	// objectives (with -search; 0 when even the lowest tried fails).
+	MaxLoadUnderSLO *float64 `json:"max_load_under_slo,omitempty"`
+	Cost            *Cost    `json:"cost,omitempty"`
+	// Interrupted: the run was stopped (Ctrl-C) before its end; the levels
+	// are those measured so far.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Cost is the cost section of results.json, at the best-goodput level.
+type Cost struct {
+	HourlyCost             float64  `json:"hourly_cost"`
+	Load                   float64  `json:"load"`
+	PerMillionOutputTokens float64  `json:"per_million_output_tokens"`
+	PerMillionGoodTokens   *float64 `json:"per_million_good_tokens,omitempty"`
+}
+
+// results assembles Results from the measured levels.
+func (b *bench) results() Results {
+	ls := b.sortedLevels()
+	r := Results{Schema: Schema, Target: b.target, Model: b.model, Mode: b.o.mode, SLO: b.o.slo, Objectives: b.o.objectives,
+		AttainmentTarget: llmmetrics.DefaultAttainmentTarget, Levels: ls, Saturation: b.analysis()}
+	if r.Levels == nil {
+		r.Levels = []*Level{}
+	}
+	r.Cost = costAt(b.o.hourlyCost, ls)
+	return r
+}
+
+// bestGoodput returns the level with the highest token goodput, or nil.
+func bestGoodput(ls []*Level) *Level {
+	var best *Level
+	for _, l := range ls {
+		if l.Summary.Goodput.TokensPerSecond > 0 && (best == nil || l.Summary.Goodput.TokensPerSecond > best.Summary.Goodput.TokensPerSecond) {
+			best = l
+		}
+	}
+	return best
+}
+
+// costAt prices the level with the best goodput (where a service would
+// run), or nil without an hourly cost.
+func costAt(hourly float64, ls []*Level) *Cost {
+	l := bestGoodput(ls)
+	if hourly <= 0 || l == nil {
+		return nil
+	}
+	perM, err := llmmetrics.CostPerMillionTokens(hourly, l.Summary.OutputThroughput)
+	if err != nil {
+		return nil
+	}
+	c := &Cost{HourlyCost: hourly, Load: l.Load, PerMillionOutputTokens: perM}
+	if good, err := llmmetrics.CostPerMillionTokens(hourly, l.Summary.Goodput.TokensPerSecond); err == nil {
+		c.PerMillionGoodTokens = &good
+	}
+	return c
+}
+
+func ms(d time.Duration, ok bool) string {
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond))
+}
+
+// unit names a load.
+func unit(m Mode) string {
+	if m == ModeRate {
+		return "requests/s"
+	}
+	return "concurrent requests"
+}
+
+// writeTable prints one row per level, then the findings.
+func writeTable(w io.Writer, r Results) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "load\truns\tRPS\tout tok/s\t±95%\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tITL p99\tE2EL p99\tgood tok/s\tattain\tfailed\t")
+	fmt.Fprintln(tw, "\t\t\t\t\tms\tms\tms\tms\tms\tms\t\t\t\t")
+	for _, l := range r.Levels {
+		s := l.Summary
+		fmt.Fprintf(tw, "%g\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f%%\t%d\t\n",
+			l.Load, len(l.RepeatThroughput), s.RequestThroughput, s.OutputThroughput, halfWidth(l.RepeatThroughput),
+			ms(s.TTFT.Percentile(50)), ms(s.TTFT.Percentile(99)), ms(s.TPOT.Percentile(50)), ms(s.TPOT.Percentile(99)),
+			ms(s.ITL.Percentile(99)), ms(s.E2EL.Percentile(99)),
+			s.Goodput.TokensPerSecond, 100*s.Goodput.Attainment, s.Failed+s.Canceled)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	writeFindings(w, r)
+}
+
+// halfWidth formats the 95 % interval half-width of the repeats' mean.
+func halfWidth(xs []float64) string {
+	if len(xs) < 2 {
+		return "-"
+	}
+	_, h := meanCI(xs)
+	return fmt.Sprintf("%.0f", h)
+}
+
+func writeFindings(w io.Writer, r Results) {
+	sat := r.Saturation
+	u := unit(r.Mode)
+	if sat.Found {
+		fmt.Fprintf(w, "Saturation point: %g %s. Why:\n", sat.Load, u)
+		for _, reason := range sat.Reasons {
+			fmt.Fprintf(w, "  - %s\n", reason.Message)
+		}
+	} else {
+		fmt.Fprintln(w, "No saturation point found in these levels: add higher loads.")
+	}
+	if best := bestGoodput(r.Levels); best != nil {
+		fmt.Fprintf(w, "Best goodput: %.0f good output tok/s (%.2f good req/s) at %g %s.\n",
+			best.Summary.Goodput.TokensPerSecond, best.Summary.Goodput.RequestsPerSecond, best.Load, u)
+	}
+	if r.MaxLoadUnderSLO != nil {
+		if *r.MaxLoadUnderSLO > 0 {
+			fmt.Fprintf(w, "Highest load meeting the SLO (%v, ≥ %.0f%% of requests)%s (search): %g %s.\n",
+				r.SLO, 100*r.AttainmentTarget, objectivesText(r.Objectives), *r.MaxLoadUnderSLO, u)
+		} else {
+			fmt.Fprintf(w, "No load tried meets the SLO (%v)%s.\n", r.SLO, objectivesText(r.Objectives))
+		}
+	} else {
+		var maxGood *Level
+		for _, l := range r.Levels {
+			if l.MeetsSLO {
+				maxGood = l
+			}
+		}
+		if maxGood != nil {
+			fmt.Fprintf(w, "Highest level meeting the SLO (%v, ≥ %.0f%% of requests)%s: %g %s (use -search to bisect).\n",
+				r.SLO, 100*r.AttainmentTarget, objectivesText(r.Objectives), maxGood.Load, u)
+		} else {
+			fmt.Fprintf(w, "No level meets the SLO (%v)%s.\n", r.SLO, objectivesText(r.Objectives))
+		}
+	}
+	if c := r.Cost; c != nil {
+		fmt.Fprintf(w, "Cost at %g %s and $%.2f/h: $%.3f per million output tokens", c.Load, u, c.HourlyCost, c.PerMillionOutputTokens)
+		if c.PerMillionGoodTokens != nil {
+			fmt.Fprintf(w, ", $%.3f per million good tokens", *c.PerMillionGoodTokens)
+		}
+		fmt.Fprintln(w, ".")
+	}
+	if r.Interrupted {
+		fmt.Fprintln(w, "Interrupted: these are the levels measured before the stop.")
+	}
+}
+
+func objectivesText(objs []llmmetrics.Objective) string {
+	s := ""
+	for _, o := range objs {
+		s += ", " + o.String()
+	}
+	return s
+}
+
+// writeFiles writes results.json and the charts into the -out directory
+// (records.jsonl is written as the run goes).
+func (b *bench) writeFiles(r Results) error {
+	dir := b.o.out
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(dir, "results.json")
+	if err := os.WriteFile(p, append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	b.written = append(b.written, p)
+	if len(r.Levels) == 0 {
+		return nil
+	}
+	charts, err := writeCharts(dir, r)
+	b.written = append(b.written, charts...)
+	return err
+}

@@ -1,0 +1,253 @@
+// Command fidelity measures how far llmmetrics bench's timing is from a
+// server's truth as concurrency grows: a truth server (a child process on
+// another core) streams OpenAI chat chunks on a fixed schedule and records
+// when each chunk left (after its Flush); llmmetrics bench, in this
+// process, measures the same streams through llmmetrics.NewTransport; the
+// two distributions are compared per rung of the ladder.
+//
+// Pin the client to one core and let the server have the other:
+//
+//	taskset -c 0 go run ./cmd/llmmetrics/internal/fidelity -streams 100,500,1000,2000
+//
+// The server child is started with "taskset -c 1". Each rung runs bench
+// with -concurrency N -requests N -warmup N -repeats 1 (one warm-up wave
+// that opens the connections, one measured wave) and compares the measured
+// wave with the server's record of the same requests (the server skips the
+// first N arrivals: the warm-up wave).
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/bench"
+)
+
+func main() {
+	var (
+		serve   = flag.Bool("serve", false, "run the truth server (the child process)")
+		addr    = flag.String("addr", "127.0.0.1:0", "with -serve: listen address")
+		streams = flag.String("streams", "100,500,1000,2000", "the ladder: concurrent streams per rung")
+		tokens  = flag.Int("tokens", 40, "content chunks per stream")
+		every   = flag.Duration("every", 50*time.Millisecond, "gap between chunks")
+		ttft    = flag.Duration("ttft", 100*time.Millisecond, "server-side time to the first chunk")
+		cpu     = flag.String("server-cpu", "1", "taskset CPU list of the server child")
+		prof    = flag.String("cpuprofile", "", "write the client's CPU profile (the ladder's bench runs) to this file")
+	)
+	flag.Parse()
+	if *prof != "" && !*serve {
+		f, err := os.Create(*prof)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fidelity:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "fidelity:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *serve {
+		if err := runServer(*addr, *tokens, *every, *ttft); err != nil {
+			fmt.Fprintln(os.Stderr, "fidelity server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := runLadder(ctx, *streams, *tokens, *every, *ttft, *cpu); err != nil {
+		fmt.Fprintln(os.Stderr, "fidelity:", err)
+		pprof.StopCPUProfile()
+		os.Exit(1)
+	}
+}
+
+// truth is what the server recorded for the measured requests.
+type truth struct {
+	TTFT []time.Duration `json:"ttft_ns"` // first chunk flushed − handler entered
+	ITL  []time.Duration `json:"itl_ns"`  // gaps between consecutive chunks flushed
+	// Conns counts the connections opened since the reset: one per stream
+	// when the client reuses its warm-up connections.
+	Conns int `json:"conns"`
+	// Entered and FirstSent are the wall-clock times (Unix ns) each
+	// request's handler was entered and its first chunk left: the same
+	// clock as the client's Record.Start and FirstToken (one machine), so
+	// the TTFT error splits into sending (Start → Entered) and reading
+	// (FirstSent → FirstToken).
+	Entered   []int64 `json:"entered_unix_ns"`
+	FirstSent []int64 `json:"first_sent_unix_ns"`
+}
+
+func runLadder(ctx context.Context, ladder string, tokens int, every, ttft time.Duration, cpu string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	args := []string{"-c", cpu, self, "-serve", "-tokens", strconv.Itoa(tokens), "-every", every.String(), "-ttft", ttft.String()}
+	child := exec.CommandContext(ctx, "taskset", args...)
+	child.Stderr = os.Stderr
+	out, err := child.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := child.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("server did not start: %w", err)
+	}
+	base := "http://" + strings.TrimSpace(line)
+	hc := &http.Client{Timeout: time.Minute}
+
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("client GOMAXPROCS %d (pin it with taskset -c 0), server on CPU %s, %d chunks every %v after a %v TTFT; load average %s\n",
+		runtime.GOMAXPROCS(0), cpu, tokens, every, ttft, strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Println("| streams | TTFT p50 truth | TTFT p50 bench | Δ | ITL p99 truth | ITL p99 bench | Δ | ITL p50 Δ | send p50 | first read p50 | requests | connections | client CPU per chunk |")
+	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, f := range strings.Split(ladder, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("bad rung %q", f)
+		}
+		if _, err := get(hc, base+"/truth?reset=1"); err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp("", "fidelity")
+		if err != nil {
+			return err
+		}
+		cpu0 := cpuTime()
+		code := bench.Main(ctx, []string{"-url", base + "/v1", "-model", "truth", "-concurrency", strconv.Itoa(n),
+			"-requests", strconv.Itoa(n), "-warmup", strconv.Itoa(n), "-repeats", "1", "-out", dir}, io.Discard, os.Stderr)
+		if code != 0 {
+			return fmt.Errorf("bench exited %d", code)
+		}
+		used := cpuTime() - cpu0 // both waves: 2n requests
+		b, err := get(hc, base+"/truth?skip="+strconv.Itoa(n))
+		if err != nil {
+			return err
+		}
+		var tr truth
+		if err := json.Unmarshal(b, &tr); err != nil {
+			return err
+		}
+		recs, err := readRecords(dir + "/records.jsonl")
+		os.RemoveAll(dir)
+		if err != nil {
+			return err
+		}
+		s := llmmetrics.Summarize(recs, llmmetrics.SummaryOptions{})
+		trTTFT, trITL := pct(tr.TTFT, 50), pct(tr.ITL, 99)
+		cTTFT, _ := s.TTFT.Percentile(50)
+		cITL, _ := s.ITL.Percentile(99)
+		cITL50, _ := s.ITL.Percentile(50)
+		fmt.Printf("| %d | %s | %s | %+.2f ms | %s | %s | %+.2f ms | %+.2f ms | %.2f ms | %.2f ms | %d/%d ok | %d | %.1f µs |\n", n,
+			msf(trTTFT), msf(cTTFT), ms(cTTFT-trTTFT), msf(trITL), msf(cITL), ms(cITL-trITL), ms(cITL50-pct(tr.ITL, 50)), ms(sendDelay(recs, tr)), ms(readDelay(recs, tr)), s.Completed, s.Requests, tr.Conns, float64(used)/1e3/float64(2*n*tokens))
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+func msf(d time.Duration) string { return fmt.Sprintf("%.2f ms", ms(d)) }
+
+// pct is the p-th percentile (numpy's linear interpolation).
+func pct(xs []time.Duration, p float64) time.Duration {
+	fs := make([]float64, len(xs))
+	for i, x := range xs {
+		fs[i] = float64(x)
+	}
+	v, err := llmmetrics.Percentile(fs, p)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(v)
+}
+
+func get(hc *http.Client, url string) ([]byte, error) {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
+
+func readRecords(path string) ([]llmmetrics.Record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []llmmetrics.Record
+	dec := json.NewDecoder(f)
+	for {
+		var l struct {
+			Record llmmetrics.Record `json:"record"`
+		}
+		if err := dec.Decode(&l); err == io.EOF {
+			return out, nil
+		} else if err != nil {
+			return nil, err
+		}
+		out = append(out, l.Record)
+	}
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// sendDelay is p50(server entered) − p50(client Start): how late requests
+// reach the handler after the client started timing them.
+func sendDelay(recs []llmmetrics.Record, tr truth) time.Duration {
+	starts := make([]time.Duration, len(recs))
+	for i, r := range recs {
+		starts[i] = time.Duration(r.Start.UnixNano())
+	}
+	return pctAbs(tr.Entered, 50) - pct(starts, 50)
+}
+
+// readDelay is p50(client FirstToken) − p50(server first chunk sent).
+func readDelay(recs []llmmetrics.Record, tr truth) time.Duration {
+	var firsts []time.Duration
+	for _, r := range recs {
+		if !r.FirstToken.IsZero() {
+			firsts = append(firsts, time.Duration(r.FirstToken.UnixNano()))
+		}
+	}
+	return pct(firsts, 50) - pctAbs(tr.FirstSent, 50)
+}
+
+func pctAbs(ns []int64, p float64) time.Duration {
+	ds := make([]time.Duration, len(ns))
+	for i, v := range ns {
+		ds[i] = time.Duration(v)
+	}
+	return pct(ds, p)
+}
+
+// cpuTime is the CPU time (user + system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// server streams chat completion chunks on a fixed schedule and records,
+// per request in arrival order, when each chunk left (after Flush).
+type server struct {
+	tokens      int
+	every, ttft time.Duration
+
+	mu    sync.Mutex
+	reqs  []*reqTimes
+	conns int // connections opened since the last reset
+}
+
+type reqTimes struct {
+	start  time.Time
+	chunks []time.Time
+}
+
+func runServer(addr string, tokens int, every, ttft time.Duration) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	s := &server{tokens: tokens, every: every, ttft: ttft}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/chat/completions", s.stream)
+	mux.HandleFunc("GET /truth", s.truth)
+	fmt.Println(ln.Addr().String())
+	return (&http.Server{Handler: mux, ConnState: func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		}
+	}}).Serve(ln)
+}
+
+var (
+	contentChunk = []byte(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"truth","choices":[{"index":0,"delta":{"content":"tok "},"finish_reason":null}]}` + "\n\n")
+	doneChunks   = []byte(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"truth","choices":[{"index":0,"delta":{},"finish_reason":"length"}]}` + "\n\n")
+)
+
+func (s *server) stream(w http.ResponseWriter, r *http.Request) {
+	rt := &reqTimes{start: time.Now(), chunks: make([]time.Time, 0, s.tokens)}
+	s.mu.Lock()
+	s.reqs = append(s.reqs, rt)
+	s.mu.Unlock()
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	fl := w.(http.Flusher)
+	next := rt.start.Add(s.ttft)
+	for range s.tokens {
+		time.Sleep(time.Until(next))
+		if _, err := w.Write(contentChunk); err != nil {
+			return
+		}
+		fl.Flush()
+		rt.chunks = append(rt.chunks, time.Now())
+		next = next.Add(s.every)
+	}
+	usage := fmt.Sprintf(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"truth","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":%d,"total_tokens":%d}}`+"\n\ndata: [DONE]\n\n", s.tokens, s.tokens+10)
+	_, _ = w.Write(doneChunks)
+	_, _ = io.WriteString(w, usage)
+	fl.Flush()
+}
+
+// truth answers the TTFT and ITL lists of the requests after the first
+// skip arrivals (ended ones only); reset=1 forgets every request.
+func (s *server) truth(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.URL.Query().Get("reset") == "1" {
+		s.reqs, s.conns = nil, 0
+		fmt.Fprintln(w, "{}")
+		return
+	}
+	skip, _ := strconv.Atoi(r.URL.Query().Get("skip"))
+	t := truth{Conns: s.conns}
+	for i, rt := range s.reqs {
+		if i < skip || len(rt.chunks) != s.tokens {
+			continue
+		}
+		t.TTFT = append(t.TTFT, rt.chunks[0].Sub(rt.start))
+		t.Entered = append(t.Entered, rt.start.UnixNano())
+		t.FirstSent = append(t.FirstSent, rt.chunks[0].UnixNano())
+		for j := 1; j < len(rt.chunks); j++ {
+			t.ITL = append(t.ITL, rt.chunks[j].Sub(rt.chunks[j-1]))
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	b, _ := jsonMarshal(t)
+	_, _ = w.Write(b)
+}
