@@ -108,7 +108,7 @@
 // rate(llmmetrics_requests_total).
 //
 // The histograms use the explicit buckets above unless the MeterProvider has
-// [ExponentialHistograms]: base-2 exponential histograms (Prometheus native
+// [github.com/llmmetrics/llmmetrics/otelsdk.ExponentialHistograms]: base-2 exponential histograms (Prometheus native
 // histograms), whose fleet-wide percentiles stay within about 1% of exact
 // where the explicit buckets can be off by tens of percent.
 //
