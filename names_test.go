@@ -114,7 +114,8 @@ func TestErrStopped(t *testing.T) {
 	var err error = ErrStopped // a plain error variable
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.True(t, errors.Is(fmt.Errorf("read: %w", ErrStopped), ErrStopped))
-	assert.False(t, errors.Is(context.Canceled, ErrStopped), "a plain cancel is not a stop")
+	canceled := fmt.Errorf("read: %w", context.Canceled)
+	assert.NotErrorIs(t, canceled, ErrStopped, "a plain cancel is not a stop")
 	assert.True(t, strings.HasPrefix(err.Error(), "llmmetrics: "), err.Error())
 
 	tr, reader := newTestTracker(t)
