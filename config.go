@@ -33,15 +33,33 @@ const (
 	RoleClient
 )
 
-// String returns "server" or "client".
+var roleNames = [...]string{RoleServer: "server", RoleClient: "client"}
+
+// String returns "server" or "client" (or "Role(N)" for an invalid value).
 func (r Role) String() string {
-	switch r {
-	case RoleServer:
-		return "server"
-	case RoleClient:
-		return "client"
+	if int(r) < len(roleNames) {
+		return roleNames[r]
 	}
 	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
+// MarshalText encodes the role as "server" or "client"; an invalid value
+// is an ErrInvalidText error.
+func (r Role) MarshalText() ([]byte, error) {
+	if int(r) >= len(roleNames) {
+		return nil, fmt.Errorf("%w: no name for role %d", ErrInvalidText, uint8(r))
+	}
+	return []byte(roleNames[r]), nil
+}
+
+// UnmarshalText decodes "server" or "client", in any case.
+func (r *Role) UnmarshalText(b []byte) error {
+	i, ok := parseName(b, roleNames[:])
+	if !ok {
+		return fmt.Errorf("%w: unknown role %q (want server or client)", ErrInvalidText, b)
+	}
+	*r = Role(i)
+	return nil
 }
 
 // Defaults of the options.

@@ -175,7 +175,7 @@ func BenchmarkHandler(b *testing.B) {
 // events written and flushed one by one (0 per event), and a bounded count
 // per request.
 func TestHandlerAllocations(t *testing.T) {
-	if testing.Short() || summaryRaceEnabled { // sync.Pool drops items under -race
+	if testing.Short() || raceEnabled { // sync.Pool drops items under -race
 		t.Skip("allocation counts are for a normal build")
 	}
 	perRequest := func(n int) float64 {

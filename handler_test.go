@@ -26,21 +26,6 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-// serverTracker returns a server-role Tracker on a fresh SDK provider and a
-// manual clock (advance it with *now), whose window keeps every ended
-// request (read them with ended).
-func serverTracker(t *testing.T, opts ...Option) (*Tracker, *sdkmetric.ManualReader, *time.Time) {
-	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	now := new(time.Time)
-	*now = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tr, err := NewTracker(append([]Option{WithMeterProvider(mp), WithClock(func() time.Time { return *now }), WithWindow(100, 0)}, opts...)...)
-	require.NoError(t, err)
-	return tr, reader, now
-}
-
 // sse returns one OpenAI chat completion chunk event with content c ("" for
 // a role-only chunk).
 func sseChunk(c string) string {

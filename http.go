@@ -63,6 +63,26 @@ func (p Protocol) String() string {
 	return "Protocol(" + strconv.Itoa(int(p)) + ")"
 }
 
+// MarshalText encodes the protocol as its lower-case name, as String does;
+// a value without a name is an ErrInvalidText error.
+func (p Protocol) MarshalText() ([]byte, error) {
+	if int(p) >= len(protocolNames) {
+		return nil, fmt.Errorf("%w: no name for protocol %d", ErrInvalidText, uint8(p))
+	}
+	return []byte(protocolNames[p]), nil
+}
+
+// UnmarshalText decodes a protocol name ("openai", "anthropic", "gemini",
+// "ollama", "json" or "unknown"), in any case.
+func (p *Protocol) UnmarshalText(b []byte) error {
+	i, ok := parseName(b, protocolNames[:])
+	if !ok {
+		return fmt.Errorf("%w: unknown protocol %q (want %s)", ErrInvalidText, b, strings.Join(protocolNames[:], ", "))
+	}
+	*p = Protocol(i)
+	return nil
+}
+
 // NewDecoder returns a new Decoder for one answer in protocol p, built with
 // opts. ProtocolGemini's decoder takes its framing from the body's first
 // byte that is not white space: '[' (or '{') is the JSON array that

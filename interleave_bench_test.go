@@ -1,107 +1,31 @@
 package llmmetrics
 
 import (
-	"slices"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/llmmetrics/llmmetrics/internal/benchloop"
 )
 
-// interleaveRing bounds the block times an interleaved benchmark keeps: the
-// last 16,384 rounds, plenty for a median.
-const interleaveRing = 1 << 14
+// The interleaved-benchmark loop lives in internal/benchloop (the otelsdk
+// benchmarks use it too); these names keep the root benchmarks short.
 
 // blockTimes holds the times of an interleaved benchmark's blocks: [block][round].
-type blockTimes [][]time.Duration
+type blockTimes struct{ benchloop.Times }
 
-// interleave is the loop of an interleaved benchmark. On a shared machine
-// the load changes between sub-benchmarks (±30% here), so a ratio of two
-// sub-benchmarks measures the neighbours as much as the code; interleave
-// instead calls every block once per round of b.Loop, the first of them in
-// turn, and times each call, so that the blocks of one round ran in the
-// same fraction of a millisecond. Each block does a fixed amount of work;
-// the caller divides by it.
+// interleave is benchloop.Interleave.
 func interleave(b *testing.B, blocks ...func()) blockTimes {
-	n := len(blocks)
-	times := make(blockTimes, n)
-	for k := range times {
-		times[k] = make([]time.Duration, interleaveRing)
-	}
-	round := 0
-	for b.Loop() {
-		slot := round & (interleaveRing - 1)
-		for j := range n {
-			k := (j + round) % n // who goes first rotates
-			start := time.Now()
-			blocks[k]()
-			times[k][slot] = time.Since(start)
-		}
-		round++
-	}
-	for k := range times {
-		times[k] = times[k][:min(round, interleaveRing)]
-	}
-	return times
+	return blockTimes{benchloop.Interleave(b, blocks...)}
 }
 
-// median is the median time of block k: a preempted block or a GC moves it
-// little, a sum a lot.
-func (t blockTimes) median(k int) time.Duration {
-	d := slices.Clone(t[k])
-	slices.Sort(d)
-	return d[len(d)/2]
-}
+// median is the median time of block k.
+func (t blockTimes) median(k int) time.Duration { return t.Median(k) }
 
-// ratio is the median over rounds of f of one round's block times (indexed
-// like the blocks), such as the time of block 1 over block 0's: a ratio
-// within a round compares work done under the same load.
-func (t blockTimes) ratio(f func(round []time.Duration) float64) float64 {
-	r := make([]float64, len(t[0]))
-	round := make([]time.Duration, len(t))
-	for i := range r {
-		for k := range t {
-			round[k] = t[k][i]
-		}
-		r[i] = f(round)
-	}
-	slices.Sort(r)
-	return r[len(r)/2]
-}
+// ratio is the median over rounds of f of one round's block times.
+func (t blockTimes) ratio(f func(round []time.Duration) float64) float64 { return t.Ratio(f) }
 
-// over is the ratio of block k's time to block 0's (the floor's) in one round.
-func over(k int) func([]time.Duration) float64 {
-	return func(round []time.Duration) float64 { return float64(round[k]) / float64(round[0]) }
-}
-
-// perUnit is a block time per unit of work, in nanoseconds, for ReportMetric.
-func perUnit(d time.Duration, units int) float64 { return float64(d.Nanoseconds()) / float64(units) }
-
-// parallelBlock returns a block that runs work(0) … work(p−1) at once on p
-// goroutines started here, and returns when all have finished; the
-// goroutines end with the benchmark. Waking them costs a few microseconds
-// per block, so a block should run for hundreds.
-func parallelBlock(b *testing.B, p int, work func(w int)) func() {
-	var wg sync.WaitGroup
-	start := make([]chan struct{}, p)
-	for w := range start {
-		start[w] = make(chan struct{})
-		go func() {
-			for range start[w] {
-				work(w)
-				wg.Done()
-			}
-		}()
-	}
-	b.Cleanup(func() {
-		for _, c := range start {
-			close(c)
-		}
-	})
-	return func() {
-		wg.Add(p)
-		for _, c := range start {
-			c <- struct{}{}
-		}
-		wg.Wait()
-	}
-}
+var (
+	over          = benchloop.Over
+	perUnit       = benchloop.PerUnit
+	parallelBlock = benchloop.ParallelBlock
+)

@@ -1,87 +1,81 @@
 // Package llmmetrics measures what the users of an LLM service feel and what
-// the service costs: time to first token (TTFT), time per output token
-// (TPOT), inter-token latency (ITL), end-to-end latency (E2EL), request and
-// token throughput, goodput against SLOs, percentiles, cost per million
-// tokens, and the saturation point of a load test.
+// the service costs — time to first token (TTFT), time per output token
+// (TPOT), inter-token latency (ITL), end-to-end latency (E2EL), throughput,
+// goodput against SLOs, percentiles and cost — as OpenTelemetry metrics
+// named by the GenAI semantic conventions (v1.41.0), and as pure functions
+// over plain records for tests, load testers and CI gates.
 //
-// It is used three ways: in serving code, a long-lived [Tracker] emits
-// OpenTelemetry metrics named by the GenAI semantic conventions (v1.41.0) for
-// every request; in unit tests, explicit-time methods, an injectable clock and
-// the fake server of package llmmetricstest make every number exact; and as
-// the metric core of other tools, pure functions over plain [Record] values
-// need no OpenTelemetry at all.
+// Five names cover most uses:
 //
-// # Quick start
+//   - [NewTracker]: the long-lived Tracker that owns the instruments; one per
+//     process (or per upstream), safe for concurrent use.
+//   - [NewTransport] and [Middleware]: measure an LLM client, as an
+//     http.Client's Transport or as openai-go's / anthropic-sdk-go's
+//     middleware.
+//   - [NewHandler]: measure a model server or a gateway.
+//   - [Record]: one request's timeline, returned by Request.End and read by
+//     everything that analyzes.
+//   - [Summarize]: Records in, throughput, goodput and exact percentiles out.
 //
-// Create one Tracker per process (or per upstream), and give it to the
-// HTTP client that calls the model:
+// # Tutorial
+//
+// Make one Tracker. It uses the global MeterProvider unless given
+// [WithMeterProvider]; an SLO makes it count which requests met it:
 //
 //	tracker, err := llmmetrics.NewTracker(
-//		llmmetrics.WithRole(llmmetrics.RoleClient),
 //		llmmetrics.WithSLO(llmmetrics.SLO{TTFT: 200 * time.Millisecond, TPOT: 50 * time.Millisecond}),
 //	)
-//	...
+//
+// Give it to the HTTP client that calls the model, or wrap the handler that
+// serves it:
+//
 //	hc := &http.Client{Transport: llmmetrics.NewTransport(tracker, nil)}               // any client that takes an *http.Client
 //	client := openai.NewClient(option.WithMiddleware(llmmetrics.Middleware(tracker))) // openai-go v3, anthropic-sdk-go
+//	mux.Handle("/v1/", llmmetrics.NewHandler(tracker, upstream))                       // a model server or a gateway
 //
-// [NewTransport] and [Middleware] measure each call: streamed answers
-// (OpenAI-compatible, Anthropic, Gemini, Ollama) token by token, non-streaming JSON answers
-// by their usage, HTTP failures as errors with the status code as
-// error.type, with gen_ai.operation.name, gen_ai.provider.name and
-// gen_ai.request.model read from the request ([DetectProtocol] tells which
-// decoder an answer gets).
-//
-// A model server or a gateway measures what it serves, in the server role,
-// by wrapping its handler with [NewHandler]:
-//
-//	mux.Handle("/v1/", llmmetrics.NewHandler(tracker, upstream, llmmetrics.WithModels("llama-3-8b")))
-//
-// The bytes the handler writes pass through unchanged and are decoded on
-// the side; each token-carrying event is timed at the Flush that sends it
-// to the client; a status of 400 or more is an error with the status code
-// as error.type, and a client that went away (or
-// panic(http.ErrAbortHandler)) is canceled. Model names come from the
-// clients, so names outside the WithModels allowlist are recorded as
-// "_OTHER".
+// Each POST is then one request: streamed answers (OpenAI-compatible,
+// Anthropic, Gemini, Ollama) are measured token by token, non-streaming ones
+// by their usage, a status of 400 or more is an error with the status code
+// as error.type. The client wrappers record the gen_ai.client.* instruments
+// and NewHandler the gen_ai.server.* ones, whatever the Tracker's [WithRole]
+// says, which applies to the requests you start yourself. [WithIncludeUsage]
+// asks OpenAI-style servers for the exact token counts (openai-go and
+// go-openai do not). docs/http.md in the repository has the details.
 //
 // For a transport of your own, start one [Request] per call and wrap the
-// body with [NewReader]:
+// body with [NewReader] and a decoder:
 //
-//	req := tracker.Start(ctx)               // before sending: TTFT includes connect and queueing
-//	resp, err := httpClient.Do(httpReq)       // a client without NewTransport
+//	req := tracker.Start(ctx)             // before sending: TTFT includes connecting and queueing
+//	resp, err := httpClient.Do(httpReq)
 //	if err != nil {
 //		req.End(err)
 //		return err
 //	}
-//	if resp.StatusCode >= 400 {             // an error body is not a token stream
+//	if resp.StatusCode >= 400 {           // an error body is not a token stream
 //		req.End(&llmmetrics.HTTPStatusError{StatusCode: resp.StatusCode})
 //		return handleError(resp)
 //	}
 //	body := llmmetrics.NewReader(req, resp.Body, llmmetrics.NewOpenAIDecoder())
-//	defer body.Close()                      // ends the request if the caller stops early
+//	defer body.Close()                    // ends the request if the caller stops early
 //	// read body exactly as before: the bytes are unchanged
 //
 // Without a byte stream, call the Request directly: Chunk(tokens) for each
-// chunk of answer that arrives (ReasoningChunk(tokens) for a chunk of
-// reasoning), SetUsage(input, output) when the server reports exact counts,
-// End(err) once. [WrapChan] and [WrapSeq] do the same for a channel or
-// an iterator of stream items.
+// chunk of answer (ReasoningChunk for reasoning), SetUsage(input, output)
+// when the server reports exact counts, End(err) once; [WrapChan] and
+// [WrapSeq] do it for a channel or an iterator.
 //
-// # Analysis
-//
-// The pure side works on plain Records, from a Tracker (End returns one;
-// Snapshot summarizes a bounded window of recent ones) or from anywhere else:
+// Analyze Records from End, from [Tracker.Snapshot] (a bounded window of
+// recent requests) or from anywhere else:
 //
 //	sum := llmmetrics.Summarize(records, llmmetrics.SummaryOptions{SLO: llmmetrics.SLOChat})
 //	p99, ok := sum.TTFT.Percentile(99) // percentiles are in percent, 0–100
-//	fmt.Println(sum.OutputThroughput, p99, ok, sum.Goodput.Attainment)
+//	obj, err := llmmetrics.ParseObjective("p95 ttft<=200ms")
+//	res, err := obj.Check(sum)         // pass or fail, the value, the margin
 //
 // [Summarize] gives the numbers of vllm bench serve (counts, token totals,
 // throughputs, request goodput, mean/median/std/percentiles of TTFT, TPOT,
-// ITL and E2EL) plus the TTFO distribution and reasoning tokens, token
-// goodput, attainment per threshold and both TPOT means; [Objective] checks "p95 ttft<=200ms"; [CostPerMillionTokens] and
-// [Price] price a run; [FindSaturation] finds where a load test stops
-// scaling. An empty sample set is reported as empty (Count 0), never as 0.
+// ITL and E2EL) and more (TTFO, token goodput, attainment per threshold,
+// both TPOT means); [CostPerMillionTokens] and [Price] price a run.
 //
 // # Metrics
 //
@@ -108,7 +102,7 @@
 // rate(llmmetrics_requests_total).
 //
 // The histograms use the explicit buckets above unless the MeterProvider has
-// [ExponentialHistograms]: base-2 exponential histograms (Prometheus native
+// [github.com/llmmetrics/llmmetrics/otelsdk.ExponentialHistograms]: base-2 exponential histograms (Prometheus native
 // histograms), whose fleet-wide percentiles stay within about 1% of exact
 // where the explicit buckets can be off by tens of percent.
 //
@@ -214,13 +208,13 @@ func (o *Outcome) UnmarshalText(b []byte) error {
 }
 
 // ErrInvalidText is returned (wrapped) by the MarshalText and UnmarshalText
-// methods of the enums (Outcome, Latency, Signal) for a value or a name
+// methods of the enums (Outcome, Latency, Signal, Role, Protocol) for a value or a name
 // that is not one of theirs.
 var ErrInvalidText = errors.New("llmmetrics: invalid text")
 
 // parseName returns the index of b in names, compared case-insensitively:
 // the one rule for the text form of every enum of this package (Outcome,
-// Latency, Signal), which encode in lower case.
+// Latency, Signal, Role, Protocol), which encode in lower case.
 func parseName(b []byte, names []string) (int, bool) {
 	for i, n := range names {
 		if strings.EqualFold(string(b), n) {

@@ -3,6 +3,7 @@ package llmmetrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"iter"
 	"sync"
@@ -12,18 +13,9 @@ import (
 
 // ErrStopped is the error a stream adapter ends a request with when the
 // consumer stopped early: a Close before EOF, or a break out of a range
-// loop. It wraps context.Canceled, so the outcome is OutcomeCanceled.
-var ErrStopped = stoppedError{}
-
-type stoppedError struct{}
-
-func (stoppedError) Error() string {
-	return "llmmetrics: consumer stopped before the end of the stream"
-}
-func (stoppedError) Unwrap() error { return context.Canceled }
-
-// ErrorType names the error.type attribute of a stopped stream.
-func (stoppedError) ErrorType() string { return "canceled" }
+// loop. It wraps context.Canceled (errors.Is(ErrStopped, context.Canceled)
+// holds), so the outcome is OutcomeCanceled and error.type is "canceled".
+var ErrStopped = fmt.Errorf("llmmetrics: consumer stopped before the end of the stream: %w", context.Canceled)
 
 // NewReader wraps body (typically an HTTP response body) so that reading it
 // measures req. The caller reads exactly the bytes and errors body returns,

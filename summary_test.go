@@ -518,7 +518,7 @@ func assertFiniteFloats(t *testing.T, v reflect.Value, path string) {
 // TestSummarizeAllocs checks that Summarize's allocations do not grow with
 // the number of requests (sample buffers are pooled).
 func TestSummarizeAllocs(t *testing.T) {
-	if summaryRaceEnabled {
+	if raceEnabled {
 		t.Skip("sync.Pool drops items at random under -race")
 	}
 	small, large := benchRunRecords(100, 1_000), benchRunRecords(10_000, 100_000)

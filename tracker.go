@@ -282,8 +282,8 @@ var (
 // then the chunk count.
 var ErrUsageBelowChunks = errors.New("llmmetrics: reported output tokens below the token-carrying chunks")
 
-// Chunk records that a chunk carrying tokens answer (output) tokens arrived
-// now (by the Tracker's clock): content, refusal or a tool call. A chunk
+// Chunk records that a chunk arrived now (by the Tracker's clock) holding
+// tokens answer tokens: content, refusal or tool-call output. A chunk
 // with 0 tokens (a role-only delta, a keep-alive) is allowed and moves
 // nothing; it does not read the clock. A negative count is ignored and
 // reported through otel.Handle. A Chunk after End is ignored. The first
@@ -300,8 +300,8 @@ func (r *Request) Chunk(tokens int) {
 // ChunkAt is Chunk with an explicit arrival time.
 func (r *Request) ChunkAt(t time.Time, tokens int) { r.chunkAt(t, tokens, true) }
 
-// ReasoningChunk records that a chunk carrying tokens reasoning ("thinking")
-// tokens arrived now, as Chunk does for answer tokens: it is a
+// ReasoningChunk records that a chunk arrived now holding tokens reasoning
+// ("thinking") tokens, as Chunk does for answer tokens: it is a
 // token-carrying chunk for TTFT, ITL, TPOT and N, but it does not mark the
 // first output token (TTFO waits for the first answer chunk).
 func (r *Request) ReasoningChunk(tokens int) {

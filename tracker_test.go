@@ -22,17 +22,6 @@ var baseAttrs = []attribute.KeyValue{
 	semconv.GenAIRequestModel("m1"),
 }
 
-// newTestTracker returns a Tracker on a fresh SDK provider and its reader.
-func newTestTracker(t *testing.T, opts ...Option) (*Tracker, *sdkmetric.ManualReader) {
-	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	tr, err := NewTracker(append([]Option{WithMeterProvider(mp), WithAttributes(baseAttrs...)}, opts...)...)
-	require.NoError(t, err)
-	return tr, reader
-}
-
 // collect returns the metrics of the Tracker's scope by name.
 func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metrics {
 	t.Helper()

@@ -323,7 +323,7 @@ func (*rewindBody) Close() error { return nil }
 // trip (with an in-memory base): the same for 100 and 1,000 events, so 0
 // per content event, and a bounded count per request.
 func TestTransportAllocations(t *testing.T) {
-	if testing.Short() || summaryRaceEnabled { // sync.Pool drops items under -race
+	if testing.Short() || raceEnabled { // sync.Pool drops items under -race
 		t.Skip("allocation counts are for a normal build")
 	}
 	perRequest := func(n int) float64 {

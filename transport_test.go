@@ -25,18 +25,6 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-// httpTracker returns a client-role Tracker on a fresh SDK provider whose
-// window keeps every ended request (read them with ended).
-func httpTracker(t *testing.T, opts ...Option) (*Tracker, *sdkmetric.ManualReader) {
-	t.Helper()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	tr, err := NewTracker(append([]Option{WithMeterProvider(mp), WithRole(RoleClient), WithWindow(100, 0)}, opts...)...)
-	require.NoError(t, err)
-	return tr, reader
-}
-
 // ended returns the Records of the requests the Tracker ended, oldest first.
 func ended(tr *Tracker) []Record { return tr.win.appendRecords(nil, time.Time{}) }
 

@@ -9,6 +9,6 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:?usage: scripts/tidy.sh MODULE_DIR}
 cd "$root/$dir"
 rel=$(python3 -c 'import os,sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))' "$root" "$PWD")
-go mod edit -replace=github.com/llmmetrics/llmmetrics="$rel"
-trap 'go mod edit -dropreplace=github.com/llmmetrics/llmmetrics' EXIT
+go mod edit -replace=github.com/llmmetrics/llmmetrics@v0.0.0="$rel"
+trap 'go mod edit -dropreplace=github.com/llmmetrics/llmmetrics@v0.0.0' EXIT
 GOWORK=off go mod tidy

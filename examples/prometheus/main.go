@@ -3,7 +3,7 @@
 // exporter) while it streams a workload of chat completions from the fake
 // server of llmmetricstest. Point a Prometheus at it and use rules.yml; with
 // -exponential the latency histograms are native histograms
-// (llmmetrics.ExponentialHistograms), for rules_native.yml.
+// (otelsdk.ExponentialHistograms), for rules_native.yml.
 //
 //	go run ./examples/prometheus -listen 127.0.0.1:9464 -requests 300
 //	go run ./examples/prometheus -exponential
@@ -25,6 +25,7 @@ import (
 	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/examples/internal/chat"
 	"github.com/llmmetrics/llmmetrics/llmmetricstest"
+	"github.com/llmmetrics/llmmetrics/otelsdk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -39,7 +40,7 @@ type exporter struct {
 	Handler  http.Handler
 }
 
-// newExporter returns a MeterProvider with opts (llmmetrics.ExponentialHistograms,
+// newExporter returns a MeterProvider with opts (otelsdk.ExponentialHistograms,
 // say) whose metrics Handler serves.
 //
 // With ExponentialHistograms the OpenTelemetry Prometheus exporter turns
@@ -119,7 +120,7 @@ func main() {
 	concurrency := flag.Int("concurrency", 16, "requests in flight")
 	slo := flag.String("slo", "ttft=200ms,tpot=50ms", "SLO each request is checked against")
 	hold := flag.Bool("hold", true, "keep serving /metrics after the workload until interrupted")
-	exponential := flag.Bool("exponential", false, "export native histograms (llmmetrics.ExponentialHistograms); "+
+	exponential := flag.Bool("exponential", false, "export native histograms (otelsdk.ExponentialHistograms); "+
 		"Prometheus 2.x needs --enable-feature=native-histograms, 3.x scrape_native_histograms: true")
 	flag.Parse()
 
@@ -129,7 +130,7 @@ func main() {
 	}
 	var opts []sdkmetric.Option
 	if *exponential {
-		opts = append(opts, llmmetrics.ExponentialHistograms())
+		opts = append(opts, otelsdk.ExponentialHistograms())
 	}
 	exp, err := newExporter(opts...)
 	if err != nil {

@@ -15,11 +15,12 @@ import (
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/otelsdk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestPrometheusNativeHistograms checks llmmetrics.ExponentialHistograms end
+// TestPrometheusNativeHistograms checks otelsdk.ExponentialHistograms end
 // to end: a real Prometheus with native histograms on scrapes two
 // exporters fed with the same requests, one with the option (native
 // histograms) and one without (classic buckets), and evaluates the latency
@@ -38,7 +39,7 @@ func TestPrometheusNativeHistograms(t *testing.T) {
 	ctx := context.Background()
 	classic, err := newExporter()
 	require.NoError(t, err)
-	native, err := newExporter(llmmetrics.ExponentialHistograms())
+	native, err := newExporter(otelsdk.ExponentialHistograms())
 	require.NoError(t, err)
 	var trackers []*llmmetrics.Tracker
 	for _, exp := range []*exporter{classic, native} {

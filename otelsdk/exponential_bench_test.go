@@ -1,7 +1,9 @@
-package llmmetrics
+package otelsdk
 
 import (
 	"context"
+	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/internal/benchloop"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -17,7 +19,7 @@ import (
 // Compare each exponential sub-benchmark with its explicit twin in the same
 // run, never absolute times:
 //
-//	go test -run '^$' -bench BenchmarkChunkExponential -benchmem -count 6 .
+//	go test -run '^$' -bench BenchmarkChunkExponential -benchmem -count 6 ./otelsdk
 //
 // "Chunk" reads the real clock (gaps of tens of nanoseconds); "ChunkAt"
 // replays 4096 lognormal gaps around 20 ms, so the exponential histogram
@@ -25,7 +27,7 @@ import (
 // Record alone with those values. On a shared machine the load changes
 // between sub-benchmarks; "interleaved" is the robust figure: it alternates
 // blocks of 64 ChunkAt on two Trackers, explicit and exponential (in
-// turn first; see interleave), timing each block, and reports the median
+// turn first; see benchloop.Interleave), timing each block, and reports the median
 // block of each as a cost per chunk, and the median per-round ratio, from
 // the same seconds of one run.
 func BenchmarkChunkExponential(b *testing.B) {
@@ -50,7 +52,7 @@ func BenchmarkChunkExponential(b *testing.B) {
 	// Each exponential sub-benchmark runs right after its explicit twin.
 	for _, agg := range aggs {
 		b.Run("Chunk/"+agg.name, func(b *testing.B) {
-			tr, _ := NewTracker(WithMeterProvider(provider(b, agg.opts)), WithAttributes(staticAttrs...), WithKeepITL(false))
+			tr, _ := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(provider(b, agg.opts)), llmmetrics.WithAttributes(staticAttrs...), llmmetrics.WithKeepITL(false))
 			r := tr.Start(ctx)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -60,7 +62,7 @@ func BenchmarkChunkExponential(b *testing.B) {
 	}
 	for _, agg := range aggs {
 		b.Run("ChunkAt/"+agg.name, func(b *testing.B) {
-			tr, _ := NewTracker(WithMeterProvider(provider(b, agg.opts)), WithAttributes(staticAttrs...), WithKeepITL(false))
+			tr, _ := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(provider(b, agg.opts)), llmmetrics.WithAttributes(staticAttrs...), llmmetrics.WithKeepITL(false))
 			t := time.Now()
 			r := tr.StartAt(ctx, t)
 			i := 0
@@ -76,7 +78,7 @@ func BenchmarkChunkExponential(b *testing.B) {
 		b.Run("Record/"+agg.name, func(b *testing.B) {
 			// The instrument as the Tracker creates it: the library's scope
 			// and the explicit-bucket advice, which the view overrides.
-			h, _ := provider(b, agg.opts).Meter(ScopeName).Float64Histogram("h", metric.WithExplicitBucketBoundaries(ITLBuckets...))
+			h, _ := provider(b, agg.opts).Meter(llmmetrics.ScopeName).Float64Histogram("h", metric.WithExplicitBucketBoundaries(llmmetrics.ITLBuckets...))
 			opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
 			i := 0
 			b.ReportAllocs()
@@ -90,7 +92,7 @@ func BenchmarkChunkExponential(b *testing.B) {
 		const block = 64
 		var blocks [2]func()
 		for k, agg := range aggs {
-			tr, _ := NewTracker(WithMeterProvider(provider(b, agg.opts)), WithAttributes(staticAttrs...), WithKeepITL(false))
+			tr, _ := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(provider(b, agg.opts)), llmmetrics.WithAttributes(staticAttrs...), llmmetrics.WithKeepITL(false))
 			at := time.Now()
 			r, i := tr.StartAt(ctx, at), 0
 			blocks[k] = func() {
@@ -102,9 +104,9 @@ func BenchmarkChunkExponential(b *testing.B) {
 			}
 		}
 		b.ReportAllocs()
-		t := interleave(b, blocks[:]...)
-		b.ReportMetric(perUnit(t.median(0), block), "ns/chunk-explicit")
-		b.ReportMetric(perUnit(t.median(1), block), "ns/chunk-exponential")
-		b.ReportMetric(t.ratio(over(1)), "exponential/explicit")
+		t := benchloop.Interleave(b, blocks[:]...)
+		b.ReportMetric(benchloop.PerUnit(t.Median(0), block), "ns/chunk-explicit")
+		b.ReportMetric(benchloop.PerUnit(t.Median(1), block), "ns/chunk-exponential")
+		b.ReportMetric(t.Ratio(benchloop.Over(1)), "exponential/explicit")
 	})
 }

@@ -1,7 +1,8 @@
-package llmmetrics
+package otelsdk
 
 import (
 	"context"
+	"github.com/llmmetrics/llmmetrics"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -45,7 +46,7 @@ func expoMetric[N int64 | float64](name, unit string, points ...metricdata.Expon
 // scope) and the Tracker's counters keep their aggregations.
 func TestExponentialHistograms(t *testing.T) {
 	ctx := context.Background()
-	for _, role := range []Role{RoleServer, RoleClient} {
+	for _, role := range []llmmetrics.Role{llmmetrics.RoleServer, llmmetrics.RoleClient} {
 		t.Run(role.String(), func(t *testing.T) {
 			r1, r2 := sdkmetric.NewManualReader(), sdkmetric.NewManualReader()
 			userView := sdkmetric.NewView(sdkmetric.Instrument{Name: "app.queue.wait"},
@@ -53,7 +54,7 @@ func TestExponentialHistograms(t *testing.T) {
 			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r1), sdkmetric.WithReader(r2),
 				sdkmetric.WithView(userView), ExponentialHistograms())
 			t.Cleanup(func() { _ = mp.Shutdown(ctx) })
-			tr, err := NewTracker(WithMeterProvider(mp), WithRole(role), WithAttributes(baseAttrs...))
+			tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp), llmmetrics.WithRole(role), llmmetrics.WithAttributes(baseAttrs...))
 			require.NoError(t, err)
 			names := role.MetricNames()
 
@@ -81,7 +82,7 @@ func TestExponentialHistograms(t *testing.T) {
 				expoMetric(names.TPOT, "s", expoPoint(base, 0.25, -2)),
 				expoMetric(names.E2EL, "s", expoPoint(base, 0.5, -1)),
 			}
-			if role == RoleClient {
+			if role == llmmetrics.RoleClient {
 				want = append(want, expoMetric(names.TokenUsage, "{token}",
 					expoPoint(set(semconv.GenAITokenTypeInput), int64(8), 3),
 					expoPoint(set(semconv.GenAITokenTypeOutput), int64(2), 1)))
@@ -97,14 +98,14 @@ func TestExponentialHistograms(t *testing.T) {
 					}
 				}
 				for _, w := range want {
-					m, ok := got[ScopeName][w.Name]
+					m, ok := got[llmmetrics.ScopeName][w.Name]
 					if assert.True(t, ok, "reader %d: %s missing", i, w.Name) {
 						m.Description = ""
 						metricdatatest.AssertEqual(t, w, m, metricdatatest.IgnoreTimestamp())
 					}
 				}
 				for _, name := range []string{names.Requests, names.Tokens, names.Active} {
-					assert.IsType(t, metricdata.Sum[int64]{}, got[ScopeName][name].Data, "reader %d: %s", i, name)
+					assert.IsType(t, metricdata.Sum[int64]{}, got[llmmetrics.ScopeName][name].Data, "reader %d: %s", i, name)
 				}
 				userWait, ok := got["example.com/app"]["app.queue.wait"].Data.(metricdata.Histogram[float64])
 				if assert.True(t, ok, "reader %d: the user's view must still apply", i) {
@@ -195,19 +196,19 @@ func TestExponentialAccuracy(t *testing.T) {
 			expoMP := sdkmetric.NewMeterProvider(sdkmetric.WithReader(expoReader), ExponentialHistograms())
 			explicitMP := sdkmetric.NewMeterProvider(sdkmetric.WithReader(explicitReader))
 			t.Cleanup(func() { _ = expoMP.Shutdown(ctx); _ = explicitMP.Shutdown(ctx) })
-			expoTr, err := NewTracker(WithMeterProvider(expoMP), WithWindow(0, 0), WithKeepITL(false))
+			expoTr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(expoMP), llmmetrics.WithWindow(0, 0), llmmetrics.WithKeepITL(false))
 			require.NoError(t, err)
-			explicitTr, err := NewTracker(WithMeterProvider(explicitMP), WithWindow(0, 0), WithKeepITL(false))
+			explicitTr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(explicitMP), llmmetrics.WithWindow(0, 0), llmmetrics.WithKeepITL(false))
 			require.NoError(t, err)
 
 			rng := rand.New(rand.NewPCG(uint64(i)+1, 14))
 			t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-			records := make([]Record, requests)
+			records := make([]llmmetrics.Record, requests)
 			for n := range records {
 				start := t0.Add(time.Duration(n) * 100 * time.Millisecond)
 				first := start.Add(seconds(c.ttft.sample(rng)))
 				last := first.Add(seconds(c.decode.sample(rng)))
-				for j, tr := range []*Tracker{expoTr, explicitTr} {
+				for j, tr := range []*llmmetrics.Tracker{expoTr, explicitTr} {
 					r := tr.StartAt(ctx, start)
 					r.ChunkAt(first, 1)
 					r.ChunkAt(last, 255)
@@ -217,11 +218,11 @@ func TestExponentialAccuracy(t *testing.T) {
 					}
 				}
 			}
-			sum := Summarize(records, SummaryOptions{})
+			sum := llmmetrics.Summarize(records, llmmetrics.SummaryOptions{})
 			require.Equal(t, requests, sum.Completed)
 
 			expo, explicit := collect(t, expoReader), collect(t, explicitReader)
-			names := RoleServer.MetricNames()
+			names := llmmetrics.RoleServer.MetricNames()
 			var maxExpo, maxExplicit float64
 			t.Logf("%s (%d requests)", c.name, requests)
 			t.Logf("| metric | exact (Summarize) | exponential | error | explicit buckets | error |")
@@ -229,7 +230,7 @@ func TestExponentialAccuracy(t *testing.T) {
 			for _, m := range []struct {
 				label string
 				name  string
-				dist  Distribution
+				dist  llmmetrics.Distribution
 			}{{"TTFT", names.TTFT, sum.TTFT}, {"E2EL", names.E2EL, sum.E2EL}} {
 				eh, ok := expo[m.name].Data.(metricdata.ExponentialHistogram[float64])
 				require.True(t, ok, "%s: want an exponential histogram, got %T", m.name, expo[m.name].Data)
@@ -265,8 +266,6 @@ func TestExponentialAccuracy(t *testing.T) {
 		})
 	}
 }
-
-func seconds(s float64) time.Duration { return time.Duration(math.Round(s * 1e9)) }
 
 // nativeQuantile estimates the q-quantile (0 ≤ q ≤ 1) of an OpenTelemetry
 // exponential histogram point as Prometheus' histogram_quantile does for a
@@ -399,7 +398,7 @@ func TestQuantileEstimators(t *testing.T) {
 func TestChunkExponentialDoesNotAllocate(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()), ExponentialHistograms())
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	tr, err := NewTracker(WithMeterProvider(mp), WithKeepITL(false))
+	tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp), llmmetrics.WithKeepITL(false))
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(3, 4))
 	gaps := make([]time.Duration, 1024)

@@ -1,6 +1,19 @@
-package llmmetrics
+// Package otelsdk holds what needs the OpenTelemetry SDK
+// (go.opentelemetry.io/otel/sdk/metric): ExponentialHistograms, a
+// MeterProvider option that makes every llmmetrics histogram a base-2
+// exponential histogram. The root package llmmetrics imports the
+// OpenTelemetry API only, as instrumentation libraries do, so that the SDK
+// stays the application's choice; import this package where the
+// application builds its MeterProvider.
+//
+// docs/fleet-percentiles.md explains when to turn it on (percentiles read
+// from exported histograms across replicas) and what Prometheus needs.
+package otelsdk
 
-import sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+import (
+	"github.com/llmmetrics/llmmetrics"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
 
 // Size and resolution of the exponential histograms of ExponentialHistograms:
 // the OpenTelemetry specification's defaults, also what the OTLP exporters
@@ -31,7 +44,7 @@ const (
 //
 //	mp := sdkmetric.NewMeterProvider(
 //		sdkmetric.WithReader(reader),
-//		llmmetrics.ExponentialHistograms(),
+//		otelsdk.ExponentialHistograms(),
 //	)
 //	tracker, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp))
 //
@@ -52,7 +65,7 @@ const (
 // work, percentiles do not. That is why explicit buckets stay the default.
 //
 // The option is a View (sdkmetric.WithView) that matches only histograms of
-// this library's instrumentation scope (ScopeName), so it leaves the other
+// this library's instrumentation scope (llmmetrics.ScopeName), so it leaves the other
 // instruments on the provider alone, and it adds to the provider's other
 // views and readers rather than replacing them. Two interactions:
 //
@@ -87,7 +100,7 @@ func ExponentialHistograms() sdkmetric.Option {
 // require go.opentelemetry.io/otel/sdk directly. Like a NewView mask, it
 // keeps the instrument's name, description and unit.
 func exponentialView(i sdkmetric.Instrument) (sdkmetric.Stream, bool) {
-	if i.Kind != sdkmetric.InstrumentKindHistogram || i.Scope.Name != ScopeName {
+	if i.Kind != sdkmetric.InstrumentKindHistogram || i.Scope.Name != llmmetrics.ScopeName {
 		return sdkmetric.Stream{}, false
 	}
 	return sdkmetric.Stream{

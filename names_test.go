@@ -1,0 +1,136 @@
+package llmmetrics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+)
+
+// textEnum is what the text form of an enum provides.
+type textEnum interface {
+	fmt.Stringer
+	MarshalText() ([]byte, error)
+}
+
+// TestRoleText: Role encodes as "server" / "client", decodes them in any
+// case, and rejects anything else with ErrInvalidText.
+func TestRoleText(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       Role
+	}{
+		{"server", "server", RoleServer},
+		{"client", "client", RoleClient},
+		{"upper case", "CLIENT", RoleClient},
+		{"mixed case", "Server", RoleServer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r Role = 7
+			require.NoError(t, r.UnmarshalText([]byte(tc.text)))
+			assert.Equal(t, tc.want, r)
+			b, err := r.MarshalText()
+			require.NoError(t, err)
+			assert.Equal(t, strings.ToLower(tc.text), string(b))
+			assert.Equal(t, strings.ToLower(tc.text), r.String())
+		})
+	}
+	t.Run("unknown name", func(t *testing.T) {
+		r := RoleClient
+		err := r.UnmarshalText([]byte("gateway"))
+		assert.ErrorIs(t, err, ErrInvalidText)
+		assert.EqualError(t, err, `llmmetrics: invalid text: unknown role "gateway" (want server or client)`)
+		assert.Equal(t, RoleClient, r, "a failed decode leaves the value alone")
+	})
+	t.Run("invalid value", func(t *testing.T) {
+		_, err := Role(2).MarshalText()
+		assert.ErrorIs(t, err, ErrInvalidText)
+		assert.Equal(t, "Role(2)", Role(2).String())
+	})
+	t.Run("JSON", func(t *testing.T) {
+		var v struct{ Role Role }
+		require.NoError(t, json.Unmarshal([]byte(`{"Role":"Client"}`), &v))
+		assert.Equal(t, RoleClient, v.Role)
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		assert.JSONEq(t, `{"Role":"client"}`, string(b))
+	})
+}
+
+// TestProtocolText: every Protocol round-trips through its lower-case
+// name, decodes in any case, and an unknown name or value is ErrInvalidText.
+func TestProtocolText(t *testing.T) {
+	want := map[Protocol]string{
+		ProtocolUnknown: "unknown", ProtocolOpenAI: "openai", ProtocolAnthropic: "anthropic",
+		ProtocolGemini: "gemini", ProtocolOllama: "ollama", ProtocolJSON: "json",
+	}
+	require.Len(t, want, len(protocolNames), "a new Protocol needs a row here")
+	for p, name := range want {
+		t.Run(name, func(t *testing.T) {
+			b, err := p.MarshalText()
+			require.NoError(t, err)
+			assert.Equal(t, name, string(b))
+			assert.Equal(t, name, p.String())
+			for _, text := range []string{name, strings.ToUpper(name)} {
+				var back Protocol = 99
+				require.NoError(t, back.UnmarshalText([]byte(text)))
+				assert.Equal(t, p, back, "decode %q", text)
+			}
+		})
+	}
+	t.Run("unknown name", func(t *testing.T) {
+		p := ProtocolGemini
+		err := p.UnmarshalText([]byte("openai-chat"))
+		assert.ErrorIs(t, err, ErrInvalidText)
+		assert.ErrorContains(t, err, `llmmetrics: invalid text: unknown protocol "openai-chat"`)
+		assert.Equal(t, ProtocolGemini, p)
+	})
+	t.Run("invalid value", func(t *testing.T) {
+		_, err := Protocol(200).MarshalText()
+		assert.ErrorIs(t, err, ErrInvalidText)
+		assert.Equal(t, "Protocol(200)", Protocol(200).String())
+	})
+	t.Run("JSON", func(t *testing.T) {
+		var v struct{ P Protocol }
+		require.NoError(t, json.Unmarshal([]byte(`{"P":"Anthropic"}`), &v))
+		assert.Equal(t, ProtocolAnthropic, v.P)
+	})
+	var _ textEnum = ProtocolOpenAI
+	var _ textEnum = RoleServer
+}
+
+// TestErrStopped: ErrStopped is a plain error that wraps context.Canceled,
+// so a stream the consumer stopped early ends OutcomeCanceled with
+// error.type "canceled", and callers can match it (also wrapped).
+func TestErrStopped(t *testing.T) {
+	var err error = ErrStopped // a plain error variable
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.True(t, errors.Is(fmt.Errorf("read: %w", ErrStopped), ErrStopped))
+	canceled := fmt.Errorf("read: %w", context.Canceled)
+	assert.NotErrorIs(t, canceled, ErrStopped, "a plain cancel is not a stop")
+	assert.True(t, strings.HasPrefix(err.Error(), "llmmetrics: "), err.Error())
+
+	tr, reader := newTestTracker(t)
+	req := tr.Start(context.Background())
+	for range WrapSeq(req, slices.Values([]string{"a", "b", "c"}), nil) {
+		break // the consumer stops after the first item
+	}
+	rec := req.End(nil) // already ended: returns the first Record
+	assert.Equal(t, OutcomeCanceled, rec.Outcome)
+	assert.Equal(t, 1, rec.Chunks)
+
+	sum, ok := collect(t, reader)[MetricRequests].Data.(metricdata.Sum[int64])
+	require.True(t, ok)
+	require.Len(t, sum.DataPoints, 1)
+	et, ok := sum.DataPoints[0].Attributes.Value(semconv.ErrorTypeKey)
+	require.True(t, ok, "a stopped request carries error.type")
+	assert.Equal(t, "canceled", et.AsString())
+}
