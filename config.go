@@ -178,7 +178,8 @@ func WithAttributes(attrs ...attribute.KeyValue) Option {
 // role themselves, whatever WithRole says: NewTransport and Middleware
 // record the client-role instruments, NewHandler the server-role ones
 // (the other role's are created once, on first use), so one Tracker can
-// measure both sides of a gateway.
+// measure both sides of a gateway (the instruments both roles share by
+// name carry RoleKey, so the sides are counted apart).
 func WithRole(r Role) Option {
 	return optionFunc(func(c *config) {
 		if r != RoleServer && r != RoleClient {

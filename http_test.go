@@ -296,7 +296,7 @@ func TestRequestBodyReplayedAfterTheModel(t *testing.T) {
 	_ = resp.Body.Close()
 	assert.Equal(t, head+rest, base.bodies[0])
 	assert.True(t, closed)
-	assert.Equal(t, map[string]int64{"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=m1 llmmetrics.outcome=ok": 1},
+	assert.Equal(t, map[string]int64{"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=m1 llmmetrics.outcome=ok llmmetrics.role=client": 1},
 		requestSets(t, reader))
 }
 

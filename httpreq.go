@@ -67,7 +67,7 @@ func (c *httpCore) wantModel(ep endpoint) bool {
 func newHTTPCore(t *Tracker, opts []HTTPOption) *httpCore {
 	c := &httpCore{t: t, cfg: newHTTPConfig(opts)}
 	if t != nil {
-		for _, kv := range t.base.attrs {
+		for _, kv := range t.base[RoleServer].attrs {
 			switch kv.Key {
 			case semconv.GenAIOperationNameKey:
 				c.hasOp = true

@@ -22,6 +22,11 @@ const (
 	// when the Tracker has an SLO (WithSLO). Goodput ratio =
 	// rate(requests{slo_met="true"}) / rate(requests).
 	SLOMetKey = attribute.Key("llmmetrics.slo_met")
+	// RoleKey is the attribute ("server" or "client") of the instruments
+	// both roles share by name (the requests, in-flight and token counters
+	// and the TTFO histogram), so a Tracker that measures both sides of a
+	// gateway (NewHandler and NewTransport) counts each side apart.
+	RoleKey = attribute.Key("llmmetrics.role")
 )
 
 // MetricNames are the instrument names a Tracker of one role emits.
@@ -102,12 +107,13 @@ type instruments struct {
 	tokens, requests            metric.Int64Counter
 	cachedInput, cacheWrite     metric.Int64Counter
 	active                      metric.Int64UpDownCounter
+	role                        Role // whose names these are (RoleKey on the shared ones)
 }
 
 func newInstruments(cfg config) (instruments, error) {
 	m := cfg.provider.Meter(ScopeName, metric.WithInstrumentationVersion(Version), metric.WithSchemaURL(semconv.SchemaURL))
 	var (
-		in   instruments
+		in   = instruments{role: cfg.role}
 		errs []error
 	)
 	bounds := func(b []float64) metric.Float64HistogramOption { return metric.WithExplicitBucketBoundaries(b...) }

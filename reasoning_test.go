@@ -123,7 +123,7 @@ func TestTTFO(t *testing.T) {
 			}
 			require.True(t, ok)
 			m.Description = ""
-			metricdatatest.AssertEqual(t, histogram(MetricTTFO, "s", hist(set(), ServerTTFTBuckets, tt.ttfo...)),
+			metricdatatest.AssertEqual(t, histogram(MetricTTFO, "s", hist(set(RoleKey.String("server")), ServerTTFTBuckets, tt.ttfo...)),
 				m, metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -135,6 +136,16 @@ func TestHTTPWrappersDecideTheRole(t *testing.T) {
 		assert.Equal(t, sorted(clientNames, serverNames), emittedNames(t, reader))
 		recs := tr.Snapshot()
 		assert.Equal(t, 2, recs.Completed, "both sides")
+		// The instruments both roles share by name count each side apart.
+		byRole := map[string]int64{}
+		for attrs, n := range requestSets(t, reader) {
+			for _, kv := range strings.Fields(attrs) {
+				if role, ok := strings.CutPrefix(kv, string(RoleKey)+"="); ok {
+					byRole[role] += n
+				}
+			}
+		}
+		assert.Equal(t, map[string]int64{"client": 1, "server": 1}, byRole, "llmmetrics.requests by llmmetrics.role")
 	})
 	for _, tc := range []struct {
 		name  string

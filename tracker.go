@@ -22,7 +22,7 @@ import (
 type Tracker struct {
 	cfg  config
 	inst instruments
-	base *attrSet
+	base [2]*attrSet // the Tracker's attributes, by Role
 
 	// The other role's instruments, for the HTTP wrappers, which decide
 	// the role themselves (NewTransport: client; NewHandler: server).
@@ -30,7 +30,7 @@ type Tracker struct {
 	other     instruments
 
 	cacheMu sync.RWMutex
-	cache   map[attribute.Distinct]*attrSet
+	cache   map[setKey]*attrSet
 
 	win *window
 }
@@ -48,8 +48,10 @@ func NewTracker(opts ...Option) (*Tracker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llmmetrics: creating instruments: %w", err)
 	}
-	t := &Tracker{cfg: cfg, inst: inst, cache: make(map[attribute.Distinct]*attrSet)}
-	t.base = t.newAttrSet(attribute.NewSet(cfg.attrs...))
+	t := &Tracker{cfg: cfg, inst: inst, cache: make(map[setKey]*attrSet)}
+	for _, role := range []Role{RoleServer, RoleClient} {
+		t.base[role] = t.newAttrSet(attribute.NewSet(cfg.attrs...), role)
+	}
 	if cfg.windowN > 0 || cfg.windowAge > 0 {
 		t.win = newWindow(cfg.windowN, cfg.windowAge)
 	}
@@ -69,17 +71,29 @@ const (
 // per attribute set; beyond it error.type becomes "_OTHER".
 const maxErrorSets = 32
 
-// attrSet holds the prebuilt measurement options of one attribute set, so
-// no measurement builds attributes.
+// attrSet holds the prebuilt measurement options of one attribute set and
+// role, so no measurement builds attributes. The instruments both roles share
+// by name (llmmetrics.requests, .requests.active, .tokens, .tokens.cached_input,
+// .tokens.cache_write_input, .time_to_first_output_token) also carry RoleKey,
+// so a Tracker that measures both sides of a gateway counts each side apart;
+// the role's own instruments do not need it.
 type attrSet struct {
 	attrs         []attribute.KeyValue
-	rec           []metric.RecordOption // latency histograms
-	active        []metric.AddOption
+	role          attribute.KeyValue         // RoleKey
+	rec           []metric.RecordOption      // the role's own latency histograms
+	ttfo          []metric.RecordOption      // shared by name: with RoleKey
+	active        []metric.AddOption         // shared by name: with RoleKey
 	inUse, outUse []metric.RecordOption      // gen_ai.client.token.usage
 	ok            [3]atomic.Pointer[endOpts] // OutcomeOK, by sloState; built on first use
 
 	mu   sync.Mutex
 	errs map[errKey]*endOpts
+}
+
+// setKey identifies a cached attrSet.
+type setKey struct {
+	role Role
+	set  attribute.Distinct
 }
 
 type errKey struct {
@@ -91,14 +105,15 @@ type errKey struct {
 // endOpts are the options of the measurements taken at End.
 type endOpts struct {
 	e2el     []metric.RecordOption // base + error.type
-	requests []metric.AddOption    // base + outcome + slo_met + error.type
-	in, out  []metric.AddOption    // base + token type + outcome + slo_met
+	requests []metric.AddOption    // base + role + outcome + slo_met + error.type
+	in, out  []metric.AddOption    // base + role + token type + outcome + slo_met
 }
 
-func (t *Tracker) newAttrSet(s attribute.Set) *attrSet {
-	as := &attrSet{attrs: s.ToSlice(), errs: make(map[errKey]*endOpts)}
+func (t *Tracker) newAttrSet(s attribute.Set, role Role) *attrSet {
+	as := &attrSet{attrs: s.ToSlice(), role: RoleKey.String(role.String()), errs: make(map[errKey]*endOpts)}
 	as.rec = []metric.RecordOption{metric.WithAttributeSet(s)}
-	as.active = []metric.AddOption{metric.WithAttributeSet(s)}
+	as.ttfo = []metric.RecordOption{metric.WithAttributeSet(as.with(as.role))}
+	as.active = []metric.AddOption{metric.WithAttributeSet(as.with(as.role))}
 	// Both roles: a client request may use a server Tracker (NewTransport).
 	as.inUse = []metric.RecordOption{metric.WithAttributeSet(as.with(semconv.GenAITokenTypeInput))}
 	as.outUse = []metric.RecordOption{metric.WithAttributeSet(as.with(semconv.GenAITokenTypeOutput))}
@@ -112,8 +127,7 @@ func (as *attrSet) with(extra ...attribute.KeyValue) attribute.Set {
 }
 
 func (as *attrSet) newEndOpts(o Outcome, st sloState, errType string) *endOpts {
-	var common []attribute.KeyValue
-	common = append(common, OutcomeKey.String(o.String()))
+	common := []attribute.KeyValue{as.role, OutcomeKey.String(o.String())}
 	if st != sloNone {
 		common = append(common, SLOMetKey.Bool(st == sloMet))
 	}
@@ -163,18 +177,19 @@ func (as *attrSet) endOptsFor(o Outcome, st sloState, errType string) *endOpts {
 }
 
 // setFor returns the prebuilt options for the Tracker's attributes plus
-// attrs, from the bounded cache when it can.
-func (t *Tracker) setFor(attrs []attribute.KeyValue) *attrSet {
-	kvs := make([]attribute.KeyValue, 0, len(t.base.attrs)+len(attrs))
-	s := attribute.NewSet(append(append(kvs, t.base.attrs...), attrs...)...)
-	key := s.Equivalent()
+// attrs in role, from the bounded cache when it can.
+func (t *Tracker) setFor(role Role, attrs []attribute.KeyValue) *attrSet {
+	base := t.base[role].attrs
+	kvs := make([]attribute.KeyValue, 0, len(base)+len(attrs))
+	s := attribute.NewSet(append(append(kvs, base...), attrs...)...)
+	key := setKey{role, s.Equivalent()}
 	t.cacheMu.RLock()
 	as, ok := t.cache[key]
 	t.cacheMu.RUnlock()
 	if ok {
 		return as
 	}
-	as = t.newAttrSet(s)
+	as = t.newAttrSet(s, role)
 	t.cacheMu.Lock()
 	defer t.cacheMu.Unlock()
 	if cached, ok := t.cache[key]; ok {
@@ -222,9 +237,9 @@ func (t *Tracker) startAs(ctx context.Context, in *instruments, start time.Time,
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	set := t.base
+	set := t.base[in.role]
 	if len(attrs) > 0 {
-		set = t.setFor(attrs)
+		set = t.setFor(in.role, attrs)
 	}
 	r := &Request{t: t, inst: in, set: set, ctx: ctx, start: start}
 	in.active.Add(ctx, 1, set.active...)
@@ -354,7 +369,7 @@ func (r *Request) chunkAt(t time.Time, tokens int, answer bool) {
 		r.inst.itl.Record(r.ctx, gap.Seconds(), r.set.rec...)
 	}
 	if firstOut {
-		r.inst.ttfo.Record(r.ctx, off.Seconds(), r.set.rec...)
+		r.inst.ttfo.Record(r.ctx, off.Seconds(), r.set.ttfo...)
 	}
 }
 

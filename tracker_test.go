@@ -102,10 +102,12 @@ func TestTrackerInstrumentsServer(t *testing.T) {
 
 	got := collect(t, reader)
 	base := set()
-	okMet := []attribute.KeyValue{OutcomeKey.String("ok"), SLOMetKey.Bool(true)}
+	// The instruments both roles share by name carry llmmetrics.role.
+	shared := set(RoleKey.String("server"))
+	okMet := []attribute.KeyValue{RoleKey.String("server"), OutcomeKey.String("ok"), SLOMetKey.Bool(true)}
 	want := []metricdata.Metrics{
 		histogram("gen_ai.server.time_to_first_token", "s", hist(base, ServerTTFTBuckets, 0.1)),
-		histogram("llmmetrics.time_to_first_output_token", "s", hist(base, ServerTTFTBuckets, 0.1)),
+		histogram("llmmetrics.time_to_first_output_token", "s", hist(shared, ServerTTFTBuckets, 0.1)),
 		histogram("gen_ai.server.time_per_output_token", "s", hist(base, TPOTBuckets, 0.0225)),
 		histogram("llmmetrics.inter_token_latency", "s", hist(base, ITLBuckets, 0.03, 0.06)),
 		histogram("gen_ai.server.request.duration", "s", hist(base, DurationBuckets, 0.19)),
@@ -115,7 +117,7 @@ func TestTrackerInstrumentsServer(t *testing.T) {
 		intSum("llmmetrics.requests", "{request}", true,
 			metricdata.DataPoint[int64]{Attributes: set(okMet...), Value: 1}),
 		intSum("llmmetrics.requests.active", "{request}", false,
-			metricdata.DataPoint[int64]{Attributes: base, Value: 0}),
+			metricdata.DataPoint[int64]{Attributes: shared, Value: 0}),
 	}
 	assert.Len(t, got, len(want), "no other instrument")
 	for _, w := range want {
@@ -134,10 +136,12 @@ func TestTrackerInstrumentsClient(t *testing.T) {
 	oneStream(tr, nil)
 	got := collect(t, reader)
 	base := set()
+	role := RoleKey.String("client")
+	shared := set(role)
 	ok := OutcomeKey.String("ok") // no SLO: no slo_met attribute
 	want := []metricdata.Metrics{
 		histogram("gen_ai.client.operation.time_to_first_chunk", "s", hist(base, DurationBuckets, 0.1)),
-		histogram("llmmetrics.time_to_first_output_token", "s", hist(base, DurationBuckets, 0.1)),
+		histogram("llmmetrics.time_to_first_output_token", "s", hist(shared, DurationBuckets, 0.1)),
 		histogram("llmmetrics.time_per_output_token", "s", hist(base, TPOTBuckets, 0.0225)),
 		histogram("gen_ai.client.operation.time_per_output_chunk", "s", hist(base, ITLBuckets, 0.03, 0.06)),
 		histogram("gen_ai.client.operation.duration", "s", hist(base, DurationBuckets, 0.19)),
@@ -152,10 +156,10 @@ func TestTrackerInstrumentsClient(t *testing.T) {
 					Min:          metricdata.NewExtrema[int64](5), Max: metricdata.NewExtrema[int64](5)},
 			}}},
 		intSum("llmmetrics.tokens", "{token}", true,
-			metricdata.DataPoint[int64]{Attributes: set(ok, semconv.GenAITokenTypeInput), Value: 10},
-			metricdata.DataPoint[int64]{Attributes: set(ok, semconv.GenAITokenTypeOutput), Value: 5}),
-		intSum("llmmetrics.requests", "{request}", true, metricdata.DataPoint[int64]{Attributes: set(ok), Value: 1}),
-		intSum("llmmetrics.requests.active", "{request}", false, metricdata.DataPoint[int64]{Attributes: base, Value: 0}),
+			metricdata.DataPoint[int64]{Attributes: set(role, ok, semconv.GenAITokenTypeInput), Value: 10},
+			metricdata.DataPoint[int64]{Attributes: set(role, ok, semconv.GenAITokenTypeOutput), Value: 5}),
+		intSum("llmmetrics.requests", "{request}", true, metricdata.DataPoint[int64]{Attributes: set(role, ok), Value: 1}),
+		intSum("llmmetrics.requests.active", "{request}", false, metricdata.DataPoint[int64]{Attributes: shared, Value: 0}),
 	}
 	assert.Len(t, got, len(want), "no other instrument")
 	for _, w := range want {
@@ -192,7 +196,7 @@ func TestTrackerOutcomes(t *testing.T) {
 				durAttrs = append(durAttrs, semconv.ErrorTypeKey.String(tt.errType))
 			}
 			// Only an OK request can meet the SLO.
-			reqAttrs = append(reqAttrs, OutcomeKey.String(tt.outcome.String()), SLOMetKey.Bool(tt.outcome == OutcomeOK))
+			reqAttrs = append(reqAttrs, RoleKey.String("server"), OutcomeKey.String(tt.outcome.String()), SLOMetKey.Bool(tt.outcome == OutcomeOK))
 			metricdatatest.AssertEqual(t,
 				intSum("llmmetrics.requests", "{request}", true, metricdata.DataPoint[int64]{Attributes: set(reqAttrs...), Value: 1}),
 				withoutDescription(got["llmmetrics.requests"]), metricdatatest.IgnoreTimestamp())
@@ -242,7 +246,7 @@ func TestRequestCachedInputTokens(t *testing.T) {
 	// The counters carry the attributes of the input tokens series, so
 	// rate(cached) / rate(tokens{input}) = 1500 / 2500 = 0.6.
 	got := collect(t, reader)
-	inAttrs := set(OutcomeKey.String("ok"), SLOMetKey.Bool(true), semconv.GenAITokenTypeInput)
+	inAttrs := set(RoleKey.String("server"), OutcomeKey.String("ok"), SLOMetKey.Bool(true), semconv.GenAITokenTypeInput)
 	metricdatatest.AssertEqual(t,
 		intSum(MetricCachedInputTokens, "{token}", true, metricdata.DataPoint[int64]{Attributes: inAttrs, Value: 1500}),
 		withoutDescription(got[MetricCachedInputTokens]), metricdatatest.IgnoreTimestamp())
@@ -412,7 +416,7 @@ func TestAttributeCacheBounded(t *testing.T) {
 	}
 	assert.Len(t, tr.cache, 1, "the cache is bounded")
 	last := set(semconv.GenAIResponseModel("c"))
-	_, cachedLast := tr.cache[last.Equivalent()]
+	_, cachedLast := tr.cache[setKey{RoleServer, last.Equivalent()}]
 	assert.True(t, cachedLast, "a new set replaces an old one")
 }
 

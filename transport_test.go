@@ -268,7 +268,7 @@ func TestTransportCallerStops(t *testing.T) {
 			require.Len(t, recs, 1)
 			assert.Equal(t, OutcomeCanceled, recs[0].Outcome)
 			assert.Equal(t, 1, recs[0].Chunks)
-			assert.Equal(t, map[string]int64{"error.type=canceled gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=canceled": 1},
+			assert.Equal(t, map[string]int64{"error.type=canceled gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=canceled llmmetrics.role=client": 1},
 				requestSets(t, reader))
 		})
 	})
@@ -415,41 +415,41 @@ func TestTransportRequestAttributes(t *testing.T) {
 		want            string // the requests counter's set
 	}{
 		{"openai: model after the messages (openai-go's order)", "https://api.openai.com/v1/chat/completions", chatBody, nil, nil,
-			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=ok"},
+			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"azure: host and deployment", "https://my.openai.azure.com/openai/deployments/prod-4o/chat/completions?api-version=2024-10-21",
 			`{"messages":[],"stream":true}`, nil, nil,
-			"gen_ai.operation.name=chat gen_ai.provider.name=azure.ai.openai gen_ai.request.model=prod-4o llmmetrics.outcome=ok"},
+			"gen_ai.operation.name=chat gen_ai.provider.name=azure.ai.openai gen_ai.request.model=prod-4o llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"gemini: model in the path", "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
 			`{"contents":[]}`, nil, nil,
-			"gen_ai.operation.name=generate_content gen_ai.provider.name=gcp.gemini gen_ai.request.model=gemini-2.5-flash llmmetrics.outcome=ok"},
+			"gen_ai.operation.name=generate_content gen_ai.provider.name=gcp.gemini gen_ai.request.model=gemini-2.5-flash llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"groq behind /openai/v1", "https://api.groq.com/openai/v1/chat/completions", `{"model":"llama-3.3-70b-versatile"}`, nil, nil,
-			"gen_ai.operation.name=chat gen_ai.provider.name=groq gen_ai.request.model=llama-3.3-70b-versatile llmmetrics.outcome=ok"},
+			"gen_ai.operation.name=chat gen_ai.provider.name=groq gen_ai.request.model=llama-3.3-70b-versatile llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"local vLLM: the protocol's provider", "http://127.0.0.1:8000/v1/completions", `{"model":"Qwen/Qwen3-8B","prompt":"x"}`, nil, nil,
-			"gen_ai.operation.name=text_completion gen_ai.provider.name=openai gen_ai.request.model=Qwen/Qwen3-8B llmmetrics.outcome=ok"},
+			"gen_ai.operation.name=text_completion gen_ai.provider.name=openai gen_ai.request.model=Qwen/Qwen3-8B llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"anthropic", "https://api.anthropic.com/v1/messages", `{"max_tokens":10,"messages":[],"model":"claude-sonnet-4-5"}`, nil, nil,
-			"gen_ai.operation.name=chat gen_ai.provider.name=anthropic gen_ai.request.model=claude-sonnet-4-5 llmmetrics.outcome=ok"},
+			"gen_ai.operation.name=chat gen_ai.provider.name=anthropic gen_ai.request.model=claude-sonnet-4-5 llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"ollama", "http://localhost:11434/api/generate", `{"model":"llama3.2","prompt":"x"}`, nil, nil,
-			"gen_ai.operation.name=text_completion gen_ai.provider.name=ollama gen_ai.request.model=llama3.2 llmmetrics.outcome=ok"},
+			"gen_ai.operation.name=text_completion gen_ai.provider.name=ollama gen_ai.request.model=llama3.2 llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"the Tracker's attributes win", "https://api.openai.com/v1/chat/completions", chatBody,
 			[]attribute.KeyValue{semconv.GenAIProviderNameKey.String("vllm"), semconv.GenAIRequestModel("fixed")}, nil,
-			"gen_ai.operation.name=chat gen_ai.provider.name=vllm gen_ai.request.model=fixed llmmetrics.outcome=ok"},
+			"gen_ai.operation.name=chat gen_ai.provider.name=vllm gen_ai.request.model=fixed llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"WithRequestAttributes wins over the automatic ones", "https://api.openai.com/v1/chat/completions", chatBody, nil,
 			[]HTTPOption{WithRequestAttributes(func(r *http.Request) []attribute.KeyValue {
 				return []attribute.KeyValue{semconv.GenAIRequestModel("mine"), attribute.String("tenant", r.Header.Get("X-Tenant"))}
 			})},
-			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=mine llmmetrics.outcome=ok tenant=t1"},
+			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=mine llmmetrics.outcome=ok llmmetrics.role=client tenant=t1"},
 		{"allowlist: a listed model", "https://api.openai.com/v1/chat/completions", chatBody, nil,
 			[]HTTPOption{WithModels("gpt-4o", "gpt-4o-mini")},
-			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=ok"},
+			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"allowlist: another model", "https://api.openai.com/v1/chat/completions", chatBody, nil,
 			[]HTTPOption{WithModels("gpt-4o")},
-			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok"},
+			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"a model name too long", "https://api.openai.com/v1/chat/completions", `{"model":"` + strings.Repeat("m", 300) + `"}`, nil, nil,
-			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok"},
+			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"unknown endpoint: nothing automatic", "https://example.com/generate", `{"model":"m"}`, nil, nil,
-			"gen_ai.request.model=m llmmetrics.outcome=ok"},
+			"gen_ai.request.model=m llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"body not JSON", "https://api.openai.com/v1/chat/completions", `model=x`, nil, nil,
-			"gen_ai.operation.name=chat gen_ai.provider.name=openai llmmetrics.outcome=ok"},
+			"gen_ai.operation.name=chat gen_ai.provider.name=openai llmmetrics.outcome=ok llmmetrics.role=client"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -599,8 +599,8 @@ func TestMiddlewareRetriesAreRequests(t *testing.T) {
 	want := strings.TrimSuffix(chatBody, "}") + `,"stream_options":{"include_usage":true}}`
 	assert.Equal(t, []string{want, want}, sent, "each attempt gets include_usage once")
 	assert.Equal(t, map[string]int64{
-		"error.type=503 gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=error": 1,
-		"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=ok":                   1,
+		"error.type=503 gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=error llmmetrics.role=client": 1,
+		"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=ok llmmetrics.role=client":                   1,
 	}, requestSets(t, reader))
 }
 
@@ -738,7 +738,7 @@ func TestTransportRedirectIsOneRequest(t *testing.T) {
 			s := tr.Snapshot()
 			assert.Equal(t, 1, s.Requests)
 			assert.Equal(t, 1.0, s.Goodput.Attainment, "one good call of one")
-			assert.Equal(t, map[string]int64{"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=ok llmmetrics.slo_met=true": 1},
+			assert.Equal(t, map[string]int64{"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=ok llmmetrics.role=client llmmetrics.slo_met=true": 1},
 				requestSets(t, reader))
 			assert.Equal(t, int64(0), activeSum(t, reader), "no request left active")
 		})
