@@ -157,6 +157,10 @@ var fixtures = []fixture{
 	{"xai_reasoning_usage.sse", openAI, summary{Frames: 7, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 0, FirstAnswer: 3, HasUsage: true, In: 19, Out: 163, Reasoning: 157, Done: true}, 163, false},
 	{"deepseek_reasoning_content.sse", openAI, summary{Frames: 9, Tokens: 6, TokenFrames: 6, ReasoningFrames: 4, FirstToken: 1, FirstAnswer: 5, HasUsage: true, In: 17, Out: 96, Reasoning: 88, Done: true}, 96, false},
 	{"openai_chat_reasoning_usage.sse", openAI, summary{Frames: 10, Tokens: 6, TokenFrames: 6, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 20, Out: 214, Reasoning: 192, Done: true}, 214, false},
+	// Issue 17 item 4: a placeholder usage (completion_tokens 0) on every
+	// content chunk, the real one at the end: 10 chunks, no phantom one.
+	{"placeholder_usage_usage_chunk.sse", openAI, summary{Frames: 12, Tokens: 10, TokenFrames: 10, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 12, Out: 31, Done: true}, 31, false},
+	{"placeholder_usage_empty_finish.sse", openAI, summary{Frames: 12, Tokens: 10, TokenFrames: 10, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 12, Out: 31, Done: true}, 31, false},
 	{"anthropic_thinking_usage_details.sse", anthropic, summary{Frames: 14, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 3, FirstAnswer: 9, HasUsage: true, In: 1072, Out: 61, Reasoning: 49, Done: true}, 61, false},
 }
 

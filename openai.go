@@ -34,10 +34,16 @@ import (
 //     OpenRouter count it inside completion_tokens, xAI outside, so it is
 //     added to OutputTokens exactly when total_tokens = prompt_tokens +
 //     completion_tokens + reasoning_tokens;
-//   - vLLM's continuous_usage_stats, where every chunk carries the cumulative
-//     usage: from the second chunk with both choices and usage on, Tokens is
-//     completion_tokens minus the previous chunk's completion_tokens, the exact
-//     count per chunk;
+//   - usage on the chunks that carry content (vLLM's continuous_usage_stats,
+//     xAI, or a proxy that puts a placeholder usage with completion_tokens 0
+//     on every chunk): a chunk whose choices carry content always carries
+//     tokens, and a chunk whose choices carry none (a role-only or empty
+//     finish delta) never does, whatever its usage says; the usage only sets
+//     N (HasUsage). From the second chunk with both choices and usage on, a
+//     chunk that carries content counts the growth of completion_tokens
+//     beyond the tokens of the frames before it when that is more than 1 per
+//     carrying choice, so vLLM's growing counts give the exact count per
+//     chunk and a placeholder 0 gives 1;
 //   - the Responses API event stream: every "response.*.delta" event with a
 //     non-empty delta string (response.output_text.delta,
 //     response.refusal.delta, response.function_call_arguments.delta, …)
@@ -68,9 +74,10 @@ type openAIInterp struct {
 	j     jsonscan.Scanner
 	cache jsonscan.Cache[openAIFacts]
 	// continuous is set once a chunk carried both choices and usage
-	// (vLLM continuous_usage_stats); prevOut is the last completion_tokens.
+	// (vLLM continuous_usage_stats); emitted is the sum of the Tokens of
+	// the chat frames so far.
 	continuous bool
-	prevOut    int
+	emitted    int
 }
 
 func (o *openAIInterp) interpret(_, data []byte) (Frame, error) {
@@ -124,16 +131,18 @@ func (o *openAIInterp) chunk(f *openAIFacts, fr *Frame) {
 		u = &f.groqUsage
 	}
 	fr.HasUsage, fr.InputTokens, fr.OutputTokens, fr.ReasoningTokens = chatUsage(u)
-	if fr.HasUsage {
-		if f.choices > 0 {
-			if o.continuous {
-				fr.Tokens = max(0, fr.OutputTokens-o.prevOut)
-			}
-			o.continuous = true
+	if fr.HasUsage && f.choices > 0 {
+		// Only a chunk that carries content carries tokens (never one
+		// without: a finish chunk's usage is not a chunk of its own), and
+		// it carries at least one per carrying choice: a count that did
+		// not grow (a placeholder 0) takes nothing away.
+		if o.continuous && f.carrying > 0 {
+			fr.Tokens = max(f.carrying, fr.OutputTokens-o.emitted)
 		}
-		o.prevOut = fr.OutputTokens
+		o.continuous = true
 	}
-	fr.Reasoning = fr.Tokens > 0 && f.carrying > 0 && f.answering == 0
+	o.emitted = satAdd(o.emitted, fr.Tokens)
+	fr.Reasoning = fr.Tokens > 0 && f.answering == 0
 }
 
 // The counts of an OpenAI usage object, by index (oaiChatUsage,

@@ -1,8 +1,12 @@
 package llmmetrics
 
 import (
+	"context"
+	"io"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,6 +67,26 @@ func TestOpenAIDecoderFrames(t *testing.T) {
 				chunk(`{"choices":[{"delta":{"content":"c"}}],"usage":{"prompt_tokens":5,"completion_tokens":3}}`) +
 				chunk(`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3}}`),
 			[]frameView{{HasUsage: true, In: 5}, {Tokens: 2, HasUsage: true, In: 5, Out: 2}, {Tokens: 1, HasUsage: true, In: 5, Out: 3}, {HasUsage: true, In: 5, Out: 3}}},
+		{"placeholder usage: content chunks carry, the usage-only chunk does not",
+			chunk(`{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[{"delta":{"content":"b"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[{"delta":{"content":"c"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9}}`),
+			[]frameView{{Tokens: 1, HasUsage: true, In: 5}, {Tokens: 1, HasUsage: true, In: 5}, {Tokens: 1, HasUsage: true, In: 5}, {HasUsage: true, In: 5, Out: 9}}},
+		{"placeholder usage: an empty finish delta with the real usage carries nothing",
+			chunk(`{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[{"delta":{"content":"b"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[{"delta":{"content":""},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":9}}`),
+			[]frameView{{Tokens: 1, HasUsage: true, In: 5}, {Tokens: 1, HasUsage: true, In: 5}, {HasUsage: true, In: 5, Out: 9}}},
+		{"placeholder usage: the last content chunk with the real usage takes what the others did not",
+			chunk(`{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[{"delta":{"content":"b"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[{"delta":{"content":"c"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":9}}`),
+			[]frameView{{Tokens: 1, HasUsage: true, In: 5}, {Tokens: 1, HasUsage: true, In: 5}, {Tokens: 7, HasUsage: true, In: 5, Out: 9}}},
+		{"continuous usage: a count that grows on a chunk without content is no token",
+			chunk(`{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`) +
+				chunk(`{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3}}`),
+			[]frameView{{Tokens: 1, HasUsage: true, In: 5, Out: 1}, {HasUsage: true, In: 5, Out: 3}}},
 		{"[DONE]", "data: [DONE]\n\n", []frameView{{Done: true}}},
 		{"error object", chunk(`{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`),
 			[]frameView{{Err: "llmmetrics: stream error (requests, code rate_limit_exceeded): Rate limit reached", streamErrType: "requests"}}},
@@ -193,6 +217,64 @@ func TestScanCache(t *testing.T) {
 				assert.Empty(t, errs())
 			}
 			assert.Equal(t, tt.hits, hits)
+		})
+	}
+}
+
+// Issue 17 item 4: a proxy puts a placeholder usage (completion_tokens 0) on
+// every content chunk and the real usage at the end. Ten content chunks
+// 10 ms apart are ten chunks, whatever the usage says: TTFT 10 ms, E2EL
+// 100 ms (the last content chunk), TPOT 90 ms / (31 − 1) = 3 ms, N = 31.
+// Before the fix the first variant gave 1 chunk, TPOT 0 and E2EL 10 ms, the
+// second a phantom 11th chunk at 110 ms.
+func TestOpenAIPlaceholderUsageTiming(t *testing.T) {
+	for _, file := range []string{"placeholder_usage_usage_chunk.sse", "placeholder_usage_empty_finish.sse"} {
+		t.Run(file, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				data := readFixture(t, file)
+				ends := eventEnds(data)
+				require.Len(t, ends, 12, "10 content chunks, the real usage, [DONE]")
+				// Event k arrives (k+1)·10 ms after Start (the header comments
+				// come with the first).
+				var pieces []piece
+				prev := 0
+				for _, e := range ends {
+					pieces = append(pieces, piece{10 * time.Millisecond, string(data[prev:e])})
+					prev = e
+				}
+				tr, _ := newTestTracker(t)
+				start := time.Now()
+				req := tr.Start(context.Background())
+				rc := NewReader(req, &timedBody{pieces: pieces}, NewOpenAIDecoder())
+				var got []byte
+				buf := make([]byte, 1<<16) // one Read per piece: a piece's delay is taken once
+				for {
+					n, err := rc.Read(buf)
+					got = append(got, buf[:n]...)
+					if err == io.EOF {
+						break
+					}
+					require.NoError(t, err)
+				}
+				assert.Equal(t, data, got, "bytes out == bytes in")
+				rec := req.End(nil)
+
+				assert.Equal(t, 10, rec.Chunks)
+				assert.Equal(t, 31, rec.OutputTokens)
+				assert.Equal(t, 12, rec.InputTokens)
+				assert.Equal(t, start.Add(120*time.Millisecond), rec.End)
+				ttft, ok := rec.TTFT()
+				require.True(t, ok)
+				assert.Equal(t, 10*time.Millisecond, ttft)
+				e2el, ok := rec.E2EL()
+				require.True(t, ok)
+				assert.Equal(t, 100*time.Millisecond, e2el)
+				tpot, ok := rec.TPOT()
+				require.True(t, ok)
+				assert.Equal(t, 3*time.Millisecond, tpot)
+				assert.Equal(t, 10*time.Millisecond, rec.MaxITL)
+				assert.Len(t, rec.ITL, 9)
+			})
 		})
 	}
 }
