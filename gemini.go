@@ -46,12 +46,16 @@ import (
 //     "blockReason") is Err, a *StreamError with Type = the reason ("SAFETY",
 //     "OTHER", …) and Message "prompt blocked", and Done;
 //   - an error object {"error": {"code", "message", "status"}} is Err, a
-//     *StreamError with Type = status ("UNAVAILABLE"), Code = code ("503")
-//     and Message. After HTTP 200 Gemini sends it as a bare line with no
-//     "data:" field, outside the SSE grammar (go-genai reads every such line
-//     as an error): this decoder reads a line that starts with '{' as one
-//     (another such line is a malformed frame), and an error object in an
-//     event's data too.
+//     *StreamError with Type = status ("RESOURCE_EXHAUSTED"), Code = code
+//     ("429") and Message, so the request ends as an error with that
+//     error.type. After HTTP 200 Gemini sends it as a bare JSON object with
+//     no "data:" field, outside the SSE grammar, on one line (go-genai reads
+//     every such line as an error) or pretty-printed over several
+//     (python-genai joins the lines until the braces balance): this decoder
+//     joins a line that starts with '{' with the lines after it until its
+//     brackets balance outside strings, and reads the object (one that is
+//     not an error object, or longer than 64 KiB, is a malformed frame), and
+//     an error object in an event's data too.
 //
 // An error frame carries no tokens; usage in it is still applied. Data that
 // is not a JSON object is a malformed frame (ErrMalformedFrame, see
@@ -76,15 +80,15 @@ func (g *geminiInterp) interpret(_, data []byte) (Frame, error) {
 
 func (g *geminiInterp) release() { g.cache.Reset() }
 
-// interpretBareLine implements bareLineInterpreter: a line outside the SSE
-// grammar is Gemini's mid-stream error object, or malformed.
-func (g *geminiInterp) interpretBareLine(line []byte) (Frame, error) {
-	if jsonscan.Walk(&g.j, line, &g.scratch, walkGemini) && g.scratch.err {
-		return g.frame(&g.scratch, line)
+// interpretBareLine implements bareLineInterpreter: a JSON object outside
+// the SSE grammar is Gemini's mid-stream error object, or malformed.
+func (g *geminiInterp) interpretBareLine(obj []byte) (Frame, error) {
+	if jsonscan.Walk(&g.j, obj, &g.scratch, walkGemini) && g.scratch.err {
+		return g.frame(&g.scratch, obj)
 	}
 	const keep = 64
-	shown := line[:min(len(line), keep)]
-	return Frame{}, fmt.Errorf("%w: gemini line outside the SSE grammar that is not an error object (%d bytes: %q)", ErrMalformedFrame, len(line), shown)
+	shown := obj[:min(len(obj), keep)]
+	return Frame{}, fmt.Errorf("%w: gemini JSON object outside the SSE grammar that is not an error object (%d bytes: %q)", ErrMalformedFrame, len(obj), shown)
 }
 
 // frame turns the facts of one chunk (nil: data is not a JSON object) into
