@@ -161,6 +161,10 @@ var fixtures = []fixture{
 	// content chunk, the real one at the end: 10 chunks, no phantom one.
 	{"placeholder_usage_usage_chunk.sse", openAI, summary{Frames: 12, Tokens: 10, TokenFrames: 10, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 12, Out: 31, Done: true}, 31, false},
 	{"placeholder_usage_empty_finish.sse", openAI, summary{Frames: 12, Tokens: 10, TokenFrames: 10, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 12, Out: 31, Done: true}, 31, false},
+	// Issue 17 item 2: OpenRouter's delta.reasoning_details (text and
+	// summary carry reasoning; encrypted and signature-only details none).
+	{"openrouter_reasoning_details_text.sse", openAI, summary{Frames: 12, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 2, FirstAnswer: 7, HasUsage: true, In: 423, Out: 110, Reasoning: 63, Done: true}, 110, false},
+	{"openrouter_reasoning_details_summary_encrypted.sse", openAI, summary{Frames: 9, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 0, FirstAnswer: 4, HasUsage: true, In: 64, Out: 210, Reasoning: 192, Done: true}, 210, false},
 	{"anthropic_thinking_usage_details.sse", anthropic, summary{Frames: 14, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 3, FirstAnswer: 9, HasUsage: true, In: 1072, Out: 61, Reasoning: 49, Done: true}, 61, false},
 }
 

@@ -21,10 +21,13 @@ import (
 //     part without "type" is read by the member it has, as Mistral's types
 //     make "type" optional); other parts (images, references), empty texts
 //     and an empty array carry nothing;
-//   - reasoning: reasoning_content (DeepSeek, xAI), reasoning (vLLM, Groq)
-//     and thinking parts are reasoning tokens (Frame.Reasoning when the chunk
-//     carries no answer token); content, refusal, tool calls and text parts
-//     are answer tokens;
+//   - reasoning: reasoning_content (DeepSeek, xAI), reasoning (vLLM, Groq),
+//     thinking parts and OpenRouter's reasoning_details (a detail of type
+//     reasoning.text with a non-empty text, or reasoning.summary with a
+//     non-empty summary; reasoning.encrypted carries opaque data and no
+//     token, see docs/decoders.md) are reasoning tokens (Frame.Reasoning
+//     when the chunk carries no answer token); content, refusal, tool calls
+//     and text parts are answer tokens;
 //   - legacy completions chunks: a choice with a non-empty text carries tokens;
 //   - usage (top-level "usage": {"prompt_tokens", "completion_tokens"}, or
 //     Groq's "x_groq": {"usage": …} when there is no top-level usage): HasUsage,
@@ -383,11 +386,12 @@ const (
 	bitReasoningContent
 	bitReasoning
 	bitRefusal
-	bitToolCalls    // non-empty array
-	bitFunctionCall // non-empty object
+	bitToolCalls        // non-empty array
+	bitFunctionCall     // non-empty object
+	bitReasoningDetails // an array with a reasoning.text or reasoning.summary text
 
 	answerBits    = bitContent | bitRefusal | bitToolCalls | bitFunctionCall
-	reasoningBits = bitContentThinking | bitReasoningContent | bitReasoning
+	reasoningBits = bitContentThinking | bitReasoningContent | bitReasoning | bitReasoningDetails
 )
 
 // walkChatDelta reads a chat delta object at i: which members carry output?
@@ -433,6 +437,13 @@ func walkChatDelta(j *jsonscan.Scanner, i, depth int) (next int, bits uint8, ok 
 		case "function_call":
 			mask = bitFunctionCall
 			i, yes, ok = j.NonEmptyObject(i, depth+1)
+		case "reasoning_details":
+			mask = bitReasoningDetails
+			if j.At(i) == '[' {
+				i, yes, ok = walkReasoningDetails(j, i, depth+1)
+			} else {
+				i, ok = j.Skip(i, depth+1)
+			}
 		default:
 			i, ok = j.Skip(i, depth+1)
 		}
@@ -551,4 +562,76 @@ func walkThinkingParts(j *jsonscan.Scanner, i, depth int) (next int, carries, ok
 		}
 	}
 	return i, carries, ok
+}
+
+// detailKind classifies the "type" of an OpenRouter reasoning detail.
+type detailKind uint8
+
+const (
+	detailOther   detailKind = iota // reasoning.encrypted, an unknown or missing type
+	detailText                      // "reasoning.text"
+	detailSummary                   // "reasoning.summary"
+)
+
+// walkReasoningDetails reads OpenRouter's delta.reasoning_details array at
+// i: does one of its details carry visible reasoning text? A
+// {"type": "reasoning.text", "text"} detail with a non-empty text does, as
+// a {"type": "reasoning.summary", "summary"} with a non-empty summary; a
+// {"type": "reasoning.encrypted", "data"} detail does not (opaque data, like
+// Anthropic's signature_delta and Gemini's bare thoughtSignature), nor a
+// reasoning.text that holds only its "signature" (OpenRouter's reasoning
+// tokens guide, https://openrouter.ai/docs/guides/best-practices/reasoning-tokens;
+// the schemas of @openrouter/ai-sdk-provider src/schemas/reasoning-details.ts).
+func walkReasoningDetails(j *jsonscan.Scanner, i, depth int) (next int, carries, ok bool) {
+	i, more, ok := j.OpenArray(i, depth)
+	for ok && more {
+		if j.At(i) == '{' {
+			var c bool
+			i, c, ok = walkReasoningDetail(j, i, depth+1)
+			carries = carries || c
+		} else {
+			i, ok = j.Skip(i, depth+1)
+		}
+		if ok {
+			i, more, ok = j.NextElement(i)
+		}
+	}
+	return i, carries, ok
+}
+
+// walkReasoningDetail reads one reasoning detail object at i.
+func walkReasoningDetail(j *jsonscan.Scanner, i, depth int) (next int, carries, ok bool) {
+	kind := detailOther
+	var text, summary bool
+	i, more, ok := j.OpenObject(i, depth)
+	for ok && more {
+		var k []byte
+		if k, i, ok = j.Key(i); !ok {
+			break
+		}
+		switch string(k) {
+		case "type":
+			var t []byte
+			var isStr bool
+			i, t, isStr, ok = j.StringValue(i, depth+1)
+			kind = detailOther
+			switch {
+			case !isStr:
+			case string(t) == "reasoning.text":
+				kind = detailText
+			case string(t) == "reasoning.summary":
+				kind = detailSummary
+			}
+		case "text":
+			i, text, ok = j.NonEmptyString(i, depth+1)
+		case "summary":
+			i, summary, ok = j.NonEmptyString(i, depth+1)
+		default:
+			i, ok = j.Skip(i, depth+1)
+		}
+		if ok {
+			i, more, ok = j.NextMember(i)
+		}
+	}
+	return i, kind == detailText && text || kind == detailSummary && summary, ok
 }
