@@ -10,14 +10,17 @@ import (
 //
 //   - message_start: HasInput with InputTokens = input_tokens plus
 //     cache_creation_input_tokens plus cache_read_input_tokens (the whole
-//     prompt); its usage.output_tokens is a placeholder (usually 1) and is
-//     ignored, so a stream cut before message_delta keeps its chunk count;
+//     prompt: Anthropic's input_tokens excludes both cache counts),
+//     CachedInputTokens = cache_read_input_tokens and CacheWriteInputTokens
+//     = cache_creation_input_tokens; its usage.output_tokens is a
+//     placeholder (usually 1) and is ignored, so a stream cut before
+//     message_delta keeps its chunk count;
 //   - content_block_delta: a text_delta, thinking_delta or input_json_delta
 //     with non-empty text carries 1 token (a lower bound), reasoning for
 //     thinking_delta (Frame.Reasoning); signature_delta carries none;
 //   - message_delta: HasUsage with the cumulative usage.output_tokens, which
-//     includes thinking (input counts kept from message_start unless the
-//     event sends its own), and ReasoningTokens from
+//     includes thinking (input and cache counts kept from message_start
+//     unless the event sends its own), and ReasoningTokens from
 //     usage.output_tokens_details.thinking_tokens (anthropic-sdk-go v1.46.0
 //     and later, MessageDeltaUsage: "output_tokens remains the inclusive,
 //     authoritative total"; 0 when absent, as in older streams);
@@ -31,9 +34,11 @@ func NewAnthropicDecoder(opts ...DecoderOption) Decoder {
 }
 
 type anthropicInterp struct {
-	j       jsonscan.Scanner
-	cache   jsonscan.Cache[anthropicFacts]
-	in, out int
+	j     jsonscan.Scanner
+	cache jsonscan.Cache[anthropicFacts]
+	// The counts so far: the whole prompt, the output, and the prompt's
+	// cache-read and cache-creation parts.
+	in, out, read, written int
 }
 
 func (a *anthropicInterp) interpret(_, data []byte) (Frame, error) {
@@ -68,13 +73,13 @@ func (a *anthropicInterp) frame(f *anthropicFacts, data []byte) (Frame, error) {
 	return fr, nil
 }
 
-// The counts of an Anthropic usage object, by index in anthUsage.
+// The counts of an Anthropic usage object, by index in anthUsage
+// (output_tokens_details.thinking_tokens is at usReasoning).
 const (
 	anthInput = iota
 	anthOutput
 	anthCacheCreation
 	anthCacheRead
-	anthThinking // output_tokens_details.thinking_tokens
 )
 
 var anthUsage = usageShape{
@@ -84,8 +89,8 @@ var anthUsage = usageShape{
 		anthCacheCreation: "cache_creation_input_tokens",
 		anthCacheRead:     "cache_read_input_tokens",
 	},
-	details:   "output_tokens_details",
-	reasoning: []string{"thinking_tokens"},
+	outDetails: "output_tokens_details",
+	reasoning:  []string{"thinking_tokens"},
 }
 
 // prompt returns whether u has an input count, and the whole prompt: fresh,
@@ -95,29 +100,40 @@ func prompt(u *jsonscan.Ints) (bool, int) {
 	return has, satAdd(satAdd(u.Get(anthInput), u.Get(anthCacheCreation)), u.Get(anthCacheRead))
 }
 
+// takePrompt keeps the prompt counts of u, when it has one: the whole
+// prompt and its cache-read and cache-creation parts (input_tokens excludes
+// both: "total_input_tokens = cache_read_input_tokens +
+// cache_creation_input_tokens + input_tokens", Anthropic's prompt caching
+// guide, Tracking cache performance).
+func (a *anthropicInterp) takePrompt(u *jsonscan.Ints) bool {
+	has, in := prompt(u)
+	if has {
+		a.in, a.read, a.written = in, u.Get(anthCacheRead), u.Get(anthCacheCreation)
+	}
+	return has
+}
+
 // input takes the prompt size of message_start (its output count is a
 // placeholder, not a count).
 func (a *anthropicInterp) input(u *jsonscan.Ints) Frame {
-	has, in := prompt(u)
-	if !has {
+	if !a.takePrompt(u) {
 		return Frame{}
 	}
-	a.in = in
-	return Frame{HasInput: true, InputTokens: a.in}
+	return Frame{HasInput: true, InputTokens: a.in, CachedInputTokens: a.read, CacheWriteInputTokens: a.written}
 }
 
+// usage takes message_delta's cumulative usage; the prompt counts are
+// message_start's unless it sends its own.
 func (a *anthropicInterp) usage(u *jsonscan.Ints) Frame {
-	hasIn, in := prompt(u)
+	hasIn := a.takePrompt(u)
 	if !hasIn && !u.Has[anthOutput] {
 		return Frame{}
-	}
-	if hasIn {
-		a.in = in
 	}
 	if u.Has[anthOutput] {
 		a.out = u.Val[anthOutput]
 	}
-	return Frame{HasUsage: true, InputTokens: a.in, OutputTokens: a.out, ReasoningTokens: u.Get(anthThinking)}
+	return Frame{HasUsage: true, InputTokens: a.in, OutputTokens: a.out, ReasoningTokens: u.Get(usReasoning),
+		CachedInputTokens: a.read, CacheWriteInputTokens: a.written}
 }
 
 func satAdd(a, b int) int {

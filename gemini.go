@@ -35,7 +35,8 @@ import (
 //     total effective prompt size meaning this includes the number of tokens
 //     in the cached content", https://ai.google.dev/api/generate-content#UsageMetadata)
 //     plus toolUsePromptTokenCount (the tool results given back to the
-//     model as input); OutputTokens = candidatesTokenCount +
+//     model as input); CachedInputTokens = cachedContentTokenCount (part
+//     of promptTokenCount; not believed above it); OutputTokens = candidatesTokenCount +
 //     thoughtsTokenCount (Gemini counts thoughts apart from the candidates:
 //     totalTokenCount is the sum of the four); ReasoningTokens =
 //     thoughtsTokenCount. A usageMetadata with none of these counts (Vertex
@@ -111,6 +112,9 @@ func (g *geminiInterp) frame(f *geminiFacts, data []byte) (Frame, error) {
 		fr.HasInput = true
 		fr.InputTokens = satAdd(u.Get(gemPrompt), u.Get(gemToolUsePrompt))
 	}
+	if c := u.Get(gemCached); c <= u.Get(gemPrompt) && (fr.HasUsage || fr.HasInput) {
+		fr.CachedInputTokens = c // part of promptTokenCount
+	}
 	// An error keeps the rest of its frame: tokens and usage beside it
 	// still arrived, as in every decoder.
 	switch {
@@ -128,6 +132,7 @@ const (
 	gemCandidates
 	gemThoughts
 	gemToolUsePrompt
+	gemCached
 )
 
 var gemUsageNames = []string{
@@ -135,6 +140,7 @@ var gemUsageNames = []string{
 	gemCandidates:    "candidatesTokenCount",
 	gemThoughts:      "thoughtsTokenCount",
 	gemToolUsePrompt: "toolUsePromptTokenCount",
+	gemCached:        "cachedContentTokenCount",
 }
 
 // geminiError reads Gemini's error object (the rare path, where

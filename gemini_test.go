@@ -57,6 +57,10 @@ func TestGeminiFixtures(t *testing.T) {
 			answerTok.input(6),
 			{frameView: frameView{Err: "llmmetrics: stream error (RESOURCE_EXHAUSTED, code 429): " + quotaMessage, streamErrType: "RESOURCE_EXHAUSTED"}},
 		}},
+		{"stream_cached.sse", gemini, []fullView{
+			answerTok.input(2071).cached(2048),
+			answerTok.usage(2071, 6, 0).cached(2048).done(),
+		}},
 		{"stream_vertex.sse", gemini, []fullView{
 			answerTok, // usageMetadata {"trafficType": …} only: no usage
 			answerTok,
@@ -83,7 +87,7 @@ func TestGeminiFixtures(t *testing.T) {
 		// promptTokenCount 2071 includes the 2048 cached tokens; 306 thoughts
 		// beside 25 candidates tokens.
 		checkFixture(t, geminiArray, readTestdata(t, "json", "gemini_generate_content.json"),
-			[]fullView{answerTok.usage(2071, 25+306, 306).done()})
+			[]fullView{answerTok.usage(2071, 25+306, 306).cached(2048).done()})
 	})
 }
 
@@ -128,7 +132,10 @@ func TestGeminiDecoderFrames(t *testing.T) {
 		{"empty finishReason is not the end", gchunk(`{"candidates": [{"content": {"parts": [{"text": "a"}]},"finishReason": ""}]}`), []fullView{answerTok}},
 		{"usage sums candidates and thoughts, input and tool-use input",
 			gchunk(`{"usageMetadata": {"promptTokenCount": 100,"cachedContentTokenCount": 64,"toolUsePromptTokenCount": 20,"candidatesTokenCount": 7,"thoughtsTokenCount": 30,"totalTokenCount": 157}}`),
-			[]fullView{fullView{}.usage(120, 37, 30)}},
+			[]fullView{fullView{}.usage(120, 37, 30).cached(64)}},
+		{"a cached count above the prompt count is not believed",
+			gchunk(`{"usageMetadata": {"promptTokenCount": 10,"cachedContentTokenCount": 64,"candidatesTokenCount": 7}}`),
+			[]fullView{fullView{}.usage(10, 7, 0)}},
 		{"usage with only trafficType is not usage", gchunk(`{"usageMetadata": {"trafficType": "ON_DEMAND"}}`), []fullView{{}}},
 		{"usage null", gchunk(`{"usageMetadata": null}`), []fullView{{}}},
 		{"promptFeedback without blockReason", gchunk(`{"promptFeedback": {"safetyRatings": []},"candidates": [{"content": {"parts": [{"text": "a"}]}}]}`), []fullView{answerTok}},

@@ -108,7 +108,7 @@ func (o *openAIInterp) frame(f *openAIFacts, data []byte) (Frame, error) {
 		}
 	case oaiRespCompleted, oaiRespIncomplete, oaiRespFailed:
 		fr.Done = f.typ != oaiRespFailed
-		fr.HasUsage, fr.InputTokens, fr.OutputTokens, fr.ReasoningTokens = respUsage(&f.respUsage)
+		respUsage(&f.respUsage).set(&fr)
 	case oaiError, oaiRespOther:
 	default:
 		o.chunk(f, &fr)
@@ -133,7 +133,7 @@ func (o *openAIInterp) chunk(f *openAIFacts, fr *Frame) {
 	if !u.Has[usIn] && !u.Has[usOut] {
 		u = &f.groqUsage
 	}
-	fr.HasUsage, fr.InputTokens, fr.OutputTokens, fr.ReasoningTokens = chatUsage(u)
+	chatUsage(u).set(fr)
 	if fr.HasUsage && f.choices > 0 {
 		// Only a chunk that carries content carries tokens (never one
 		// without: a finish chunk's usage is not a chunk of its own), and
@@ -148,36 +148,64 @@ func (o *openAIInterp) chunk(f *openAIFacts, fr *Frame) {
 	fr.Reasoning = fr.Tokens > 0 && f.answering == 0
 }
 
-// The counts of an OpenAI usage object, by index (oaiChatUsage,
-// oaiRespUsage): input, output, total, and the reasoning count of the
-// details object.
+// The top-level counts of an OpenAI usage object, by index (oaiChatUsage,
+// oaiRespUsage): input, output, total, and DeepSeek's cache hits; the
+// reasoning and cached counts of the details objects are at usReasoning and
+// usCached.
 const (
 	usIn = iota
 	usOut
 	usTotal
-	usReasoning
+	usCacheHit
 )
 
 // The usage objects: chat completions' top-level "usage" (also Groq's
-// x_groq.usage) and the Responses API's "response.usage".
+// x_groq.usage) and the Responses API's "response.usage". The cached input
+// count is prompt_tokens_details.cached_tokens (OpenAI chat completions,
+// openai-go CompletionUsagePromptTokensDetails; also xAI, OpenRouter, vLLM
+// with --enable-prompt-tokens-details), DeepSeek's prompt_cache_hit_tokens
+// (api-docs.deepseek.com/api/create-chat-completion: both part of
+// prompt_tokens), and the Responses API's input_tokens_details.cached_tokens
+// (openai-go ResponseUsageInputTokensDetails).
 var (
 	oaiChatUsage = usageShape{
-		names:     []string{usIn: "prompt_tokens", usOut: "completion_tokens", usTotal: "total_tokens"},
-		details:   "completion_tokens_details",
-		reasoning: []string{"reasoning_tokens"},
+		names:      []string{usIn: "prompt_tokens", usOut: "completion_tokens", usTotal: "total_tokens", usCacheHit: "prompt_cache_hit_tokens"},
+		outDetails: "completion_tokens_details",
+		reasoning:  []string{"reasoning_tokens"},
+		inDetails:  "prompt_tokens_details",
+		cached:     []string{"cached_tokens"},
 	}
 	oaiRespUsage = usageShape{
-		names:     []string{usIn: "input_tokens", usOut: "output_tokens", usTotal: "total_tokens"},
-		details:   "output_tokens_details",
-		reasoning: []string{"reasoning_tokens"},
+		names:      []string{usIn: "input_tokens", usOut: "output_tokens", usTotal: "total_tokens"},
+		outDetails: "output_tokens_details",
+		reasoning:  []string{"reasoning_tokens"},
+		inDetails:  "input_tokens_details",
+		cached:     []string{"cached_tokens"},
 	}
 )
 
+// usage is what a usage object says, in Frame's terms.
+type usage struct {
+	has                        bool
+	in, out, reasoning, cached int
+}
+
+// set puts u into fr's usage fields.
+func (u usage) set(fr *Frame) {
+	fr.HasUsage, fr.InputTokens, fr.OutputTokens = u.has, u.in, u.out
+	fr.ReasoningTokens, fr.CachedInputTokens = u.reasoning, u.cached
+}
+
 // respUsage reads a Responses usage object: whether it has an input or
 // output count, and the counts (0 when absent). output_tokens includes the
-// reasoning tokens.
-func respUsage(u *jsonscan.Ints) (has bool, in, out, reasoning int) {
-	return u.Has[usIn] || u.Has[usOut], u.Get(usIn), u.Get(usOut), u.Get(usReasoning)
+// reasoning tokens, input_tokens the cached ones. A cached count (either
+// name: DeepSeek sends both) above the input count is not believed.
+func respUsage(u *jsonscan.Ints) usage {
+	r := usage{has: u.Has[usIn] || u.Has[usOut], in: u.Get(usIn), out: u.Get(usOut), reasoning: u.Get(usReasoning)}
+	if c := max(u.Get(usCached), u.Get(usCacheHit)); c <= r.in {
+		r.cached = c
+	}
+	return r
 }
 
 // chatUsage reads a chat completions usage object like respUsage. Most
@@ -185,12 +213,12 @@ func respUsage(u *jsonscan.Ints) (has bool, in, out, reasoning int) {
 // (total_tokens = prompt + completion + reasoning: UKGovernmentBEIS/inspect_ai
 // issue 5528, a recorded grok-3-mini usage 10 + 1328 + 307 = 1645), so the
 // reasoning count is added to the output exactly when the total says so.
-func chatUsage(u *jsonscan.Ints) (has bool, in, out, reasoning int) {
-	has, in, out, reasoning = respUsage(u)
-	if reasoning > 0 && u.Has[usTotal] && u.Get(usTotal) == satAdd(satAdd(in, out), reasoning) {
-		out = satAdd(out, reasoning)
+func chatUsage(u *jsonscan.Ints) usage {
+	r := respUsage(u)
+	if r.reasoning > 0 && u.Has[usTotal] && u.Get(usTotal) == satAdd(satAdd(r.in, r.out), r.reasoning) {
+		r.out = satAdd(r.out, r.reasoning)
 	}
-	return has, in, out, reasoning
+	return r
 }
 
 // oaiKind classifies the top-level "type" of an event (Responses API).
