@@ -10,7 +10,7 @@ import (
 // This file holds the decoder of non-streaming JSON answers: it reads the
 // usage object on the side while the caller reads the body.
 
-// NewJSONDecoder returns a Decoder for one non-streaming JSON answer (a
+// NewUsageDecoder returns a Decoder for one non-streaming JSON answer (a
 // response with Content-Type application/json): it finds the token counts
 // in the answer and reports them in one Frame, with HasUsage and Done, when
 // the top-level value closes. That frame carries no Tokens: a body that is
@@ -51,9 +51,9 @@ import (
 // that ends before its value does, is the stream's ErrMalformedFrame (Err,
 // and otel.Handle) and gives no frame. Bytes after the top-level value are
 // ignored. The options are accepted for symmetry and ignored.
-func NewJSONDecoder(opts ...DecoderOption) Decoder {
+func NewUsageDecoder(opts ...DecoderOption) Decoder {
 	_ = newDecoderConfig(opts)
-	return &jsonDecoder{s: jsonstream.NewScanner(answerSchema)}
+	return &usageDecoder{s: jsonstream.NewScanner(answerSchema)}
 }
 
 // Members of a JSON answer, by index in answerSchema.
@@ -130,14 +130,14 @@ var answerSchema = jsonstream.NewSchema(
 
 var space = []byte{' '}
 
-type jsonDecoder struct {
+type usageDecoder struct {
 	problems
 	s       *jsonstream.Scanner
 	stopped bool
 }
 
 // Decode implements Decoder.
-func (d *jsonDecoder) Decode(p []byte, emit func(Frame)) {
+func (d *usageDecoder) Decode(p []byte, emit func(Frame)) {
 	if d.stopped || len(p) == 0 {
 		return
 	}
@@ -147,7 +147,7 @@ func (d *jsonDecoder) Decode(p []byte, emit func(Frame)) {
 
 // Flush implements Decoder: it completes a top-level number and reports an
 // answer that ended before its end.
-func (d *jsonDecoder) Flush(emit func(Frame)) {
+func (d *usageDecoder) Flush(emit func(Frame)) {
 	if d.stopped {
 		return
 	}
@@ -161,7 +161,7 @@ func (d *jsonDecoder) Flush(emit func(Frame)) {
 
 // check emits the frame once the value is complete and reports a syntax
 // error; it reports whether decoding stopped.
-func (d *jsonDecoder) check(emit func(Frame)) bool {
+func (d *usageDecoder) check(emit func(Frame)) bool {
 	switch {
 	case d.s.Done():
 		d.stopped = true
@@ -173,7 +173,7 @@ func (d *jsonDecoder) check(emit func(Frame)) bool {
 	return d.stopped
 }
 
-func (d *jsonDecoder) frame() Frame {
+func (d *usageDecoder) frame() Frame {
 	v := d.s.Values
 	f := Frame{Done: true}
 	has := func(i int) bool { return v[i].IntOK }
@@ -243,7 +243,7 @@ func (d *jsonDecoder) frame() Frame {
 }
 
 // text returns a captured string, or a captured integer in decimal.
-func (d *jsonDecoder) text(i int) string {
+func (d *usageDecoder) text(i int) string {
 	v := &d.s.Values[i]
 	switch {
 	case v.Kind == jsonstream.KindString:
