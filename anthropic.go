@@ -213,37 +213,23 @@ func (d anthDelta) carries() bool {
 }
 
 func walkAnthropic(j *jsonscan.Scanner, i int, f *anthropicFacts) (int, bool) {
-	i, more, ok := j.OpenObject(i, 0)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	return j.Members(i, 0, func(k []byte, i int) (next int, ok bool) {
 		switch string(k) {
 		case "type":
-			i, f.typ, ok = anthropicType(j, i, 1)
+			next, f.typ, ok = anthropicType(j, i, 1)
+			return next, ok
 		case "error":
 			f.err = j.At(i) != 'n'
-			i, ok = j.Skip(i, 1)
 		case "delta":
 			f.delta = anthDelta{}
-			if j.At(i) == '{' {
-				i, ok = walkAnthropicDelta(j, i, 1, &f.delta)
-			} else {
-				i, ok = j.Skip(i, 1)
-			}
+			return j.Members(i, 1, func(k []byte, i int) (int, bool) { return walkAnthropicDelta(j, k, i, 2, &f.delta) })
 		case "usage":
-			i, ok = walkUsage(j, i, 1, &anthUsage, &f.usage)
+			return walkUsage(j, i, 1, &anthUsage, &f.usage)
 		case "message":
-			i, ok = walkUsageHolder(j, i, 1, &anthUsage, &f.msgUsage)
-		default:
-			i, ok = j.Skip(i, 1)
+			return walkUsageHolder(j, i, 1, &anthUsage, &f.msgUsage)
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, ok
+		return j.Skip(i, 1)
+	})
 }
 
 func anthropicType(j *jsonscan.Scanner, i, depth int) (int, anthKind, bool) {
@@ -254,28 +240,20 @@ func anthropicType(j *jsonscan.Scanner, i, depth int) (int, anthKind, bool) {
 	return i, classifyAnthropic(t), ok
 }
 
-func walkAnthropicDelta(j *jsonscan.Scanner, i, depth int, d *anthDelta) (int, bool) {
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
-		switch string(k) {
-		case "type":
-			i, d.typ, ok = anthropicType(j, i, depth+1)
-		case "text":
-			i, d.text, ok = j.NonEmptyString(i, depth+1)
-		case "thinking":
-			i, d.thinking, ok = j.NonEmptyString(i, depth+1)
-		case "partial_json":
-			i, d.partialJSON, ok = j.NonEmptyString(i, depth+1)
-		default:
-			i, ok = j.Skip(i, depth+1)
-		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
+// walkAnthropicDelta reads one member (named k, its value at i and depth)
+// of a content_block_delta's delta into d.
+func walkAnthropicDelta(j *jsonscan.Scanner, k []byte, i, depth int, d *anthDelta) (next int, ok bool) {
+	switch string(k) {
+	case "type":
+		next, d.typ, ok = anthropicType(j, i, depth)
+	case "text":
+		next, d.text, ok = j.NonEmptyString(i, depth)
+	case "thinking":
+		next, d.thinking, ok = j.NonEmptyString(i, depth)
+	case "partial_json":
+		next, d.partialJSON, ok = j.NonEmptyString(i, depth)
+	default:
+		next, ok = j.Skip(i, depth)
 	}
-	return i, ok
+	return next, ok
 }

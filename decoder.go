@@ -359,64 +359,37 @@ const (
 // member of a name wins.
 func walkUsage(j *jsonscan.Scanner, i, depth int, s *usageShape, u *jsonscan.Ints) (int, bool) {
 	*u = jsonscan.Ints{}
-	if j.At(i) != '{' {
-		return j.Skip(i, depth)
-	}
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
-		field := -1
+	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
 		for n, name := range s.names {
 			if string(k) == name {
-				field = n
-				break
+				next, v, isInt, ok := j.Int(i, depth+1)
+				u.Val[n], u.Has[n] = v, isInt
+				return next, ok
 			}
 		}
+		var d jsonscan.Ints
 		switch {
-		case field >= 0:
-			i, u.Val[field], u.Has[field], ok = j.Int(i, depth+1)
 		case s.outDetails != "" && string(k) == s.outDetails:
-			var d jsonscan.Ints
-			i, ok = j.Ints(i, depth+1, s.reasoning, &d)
+			i, ok := j.Ints(i, depth+1, s.reasoning, &d)
 			u.Val[usReasoning], u.Has[usReasoning] = d.Val[0], d.Has[0]
+			return i, ok
 		case s.inDetails != "" && string(k) == s.inDetails:
-			var d jsonscan.Ints
-			i, ok = j.Ints(i, depth+1, s.cached, &d)
+			i, ok := j.Ints(i, depth+1, s.cached, &d)
 			u.Val[usCached], u.Has[usCached] = d.Val[0], d.Has[0]
-		default:
-			i, ok = j.Skip(i, depth+1)
+			return i, ok
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, ok
+		return j.Skip(i, depth+1)
+	})
 }
 
 // walkUsageHolder reads a value that may be an object with a "usage" member
 // (the Responses API's "response", Anthropic's "message") into u.
 func walkUsageHolder(j *jsonscan.Scanner, i, depth int, s *usageShape, u *jsonscan.Ints) (int, bool) {
 	*u = jsonscan.Ints{}
-	if j.At(i) != '{' {
-		return j.Skip(i, depth)
-	}
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
 		if string(k) == "usage" {
-			i, ok = walkUsage(j, i, depth+1, s, u)
-		} else {
-			i, ok = j.Skip(i, depth+1)
+			return walkUsage(j, i, depth+1, s, u)
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, ok
+		return j.Skip(i, depth+1)
+	})
 }

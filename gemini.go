@@ -184,6 +184,9 @@ type geminiFacts struct {
 }
 
 // walkGemini reads the top-level object of a GenerateContentResponse at i.
+// It and the walkers below it keep jsonscan's member loop written out
+// (not Scanner.Members): they run on every chunk of a Gemini 2.5 stream,
+// which the scan cache never answers.
 func walkGemini(j *jsonscan.Scanner, i int, f *geminiFacts) (int, bool) {
 	i, more, ok := j.OpenObject(i, 0)
 	for ok && more {
@@ -214,28 +217,15 @@ func walkGemini(j *jsonscan.Scanner, i int, f *geminiFacts) (int, bool) {
 // walkPromptFeedback reads promptFeedback: is its blockReason a non-empty
 // string?
 func walkPromptFeedback(j *jsonscan.Scanner, i, depth int) (next int, blocked, ok bool) {
-	if j.At(i) != '{' {
-		next, ok = j.Skip(i, depth)
-		return next, false, ok
-	}
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
+	next, ok = j.Members(i, depth, func(k []byte, i int) (int, bool) {
+		if string(k) != "blockReason" {
+			return j.Skip(i, depth+1)
 		}
-		if string(k) == "blockReason" {
-			var t []byte
-			i, t, _, ok = j.StringValue(i, depth+1)
-			blocked = len(t) > 0
-		} else {
-			i, ok = j.Skip(i, depth+1)
-		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, blocked, ok
+		next, t, _, ok := j.StringValue(i, depth+1)
+		blocked = len(t) > 0
+		return next, ok
+	})
+	return next, blocked, ok
 }
 
 // gemCandidate is what one candidate says.

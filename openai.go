@@ -276,74 +276,52 @@ type openAIFacts struct {
 
 // walkOpenAI reads the top-level object of an OpenAI event at i.
 func walkOpenAI(j *jsonscan.Scanner, i int, f *openAIFacts) (int, bool) {
-	i, more, ok := j.OpenObject(i, 0)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	return j.Members(i, 0, func(k []byte, i int) (next int, ok bool) {
 		switch string(k) {
 		case "choices":
-			i, ok = walkChoices(j, i, 1, f)
+			return walkChoices(j, i, 1, f)
 		case "usage":
-			i, ok = walkUsage(j, i, 1, &oaiChatUsage, &f.usage)
+			return walkUsage(j, i, 1, &oaiChatUsage, &f.usage)
 		case "x_groq":
-			i, ok = walkXGroq(j, i, 1, f)
+			return walkXGroq(j, i, 1, f)
 		case "error":
 			f.err = j.At(i) != 'n'
-			i, ok = j.Skip(i, 1)
 		case "type":
 			var t []byte
 			var isStr bool
-			i, t, isStr, ok = j.StringValue(i, 1)
+			next, t, isStr, ok = j.StringValue(i, 1)
 			f.typ = oaiNone
 			if isStr {
 				f.typ = classifyOpenAI(t)
 			}
+			return next, ok
 		case "delta":
-			i, f.deltaStr, ok = j.NonEmptyString(i, 1)
+			next, f.deltaStr, ok = j.NonEmptyString(i, 1)
+			return next, ok
 		case "response":
-			i, ok = walkUsageHolder(j, i, 1, &oaiRespUsage, &f.respUsage)
-		default:
-			i, ok = j.Skip(i, 1)
+			return walkUsageHolder(j, i, 1, &oaiRespUsage, &f.respUsage)
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, ok
+		return j.Skip(i, 1)
+	})
 }
 
 // walkXGroq reads Groq's "x_groq" object (groq-python XGroq: id, usage,
 // error "indicating why a stream was stopped early", …) at i.
 func walkXGroq(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) {
 	f.groqUsage, f.groqErr = jsonscan.Ints{}, false
-	if j.At(i) != '{' {
-		return j.Skip(i, depth)
-	}
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
 		switch string(k) {
 		case "usage":
-			i, ok = walkUsage(j, i, depth+1, &oaiChatUsage, &f.groqUsage)
+			return walkUsage(j, i, depth+1, &oaiChatUsage, &f.groqUsage)
 		case "error":
 			// Not NonEmptyString: the hot string (jsonscan.Cache) stays the
 			// delta text of the chunk.
-			var t []byte
-			i, t, f.groqErr, ok = j.StringValue(i, depth+1)
-			f.groqErr = f.groqErr && len(t) > 0
-		default:
-			i, ok = j.Skip(i, depth+1)
+			next, t, isStr, ok := j.StringValue(i, depth+1)
+			f.groqErr = isStr && len(t) > 0
+			return next, ok
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, ok
+		return j.Skip(i, depth+1)
+	})
 }
 
 // walkChoices reads the "choices" value at i into f.choices, f.carrying and
@@ -380,30 +358,21 @@ func walkChoices(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) 
 func walkChoice(j *jsonscan.Scanner, i, depth int) (next int, answer, reasoning, ok bool) {
 	var delta uint8
 	var text bool
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	next, ok = j.Members(i, depth, func(k []byte, i int) (next int, ok bool) {
 		switch string(k) {
 		case "delta":
 			delta = 0
 			if j.At(i) == '{' {
-				i, delta, ok = walkChatDelta(j, i, depth+1)
-			} else {
-				i, ok = j.Skip(i, depth+1)
+				next, delta, ok = walkChatDelta(j, i, depth+1)
+				return next, ok
 			}
 		case "text":
-			i, text, ok = j.NonEmptyString(i, depth+1)
-		default:
-			i, ok = j.Skip(i, depth+1)
+			next, text, ok = j.NonEmptyString(i, depth+1)
+			return next, ok
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, text || delta&answerBits != 0, delta&reasoningBits != 0, ok
+		return j.Skip(i, depth+1)
+	})
+	return next, text || delta&answerBits != 0, delta&reasoningBits != 0, ok
 }
 
 // Chat delta members that carry output, one bit each (the last member of a
@@ -424,12 +393,7 @@ const (
 
 // walkChatDelta reads a chat delta object at i: which members carry output?
 func walkChatDelta(j *jsonscan.Scanner, i, depth int) (next int, bits uint8, ok bool) {
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	next, ok = j.Members(i, depth, func(k []byte, i int) (next int, ok bool) {
 		var mask, set uint8
 		var yes bool
 		switch string(k) {
@@ -437,7 +401,7 @@ func walkChatDelta(j *jsonscan.Scanner, i, depth int) (next int, bits uint8, ok 
 			mask = bitContent | bitContentThinking
 			if j.At(i) == '[' {
 				var answer, reasoning bool
-				i, answer, reasoning, ok = walkContentParts(j, i, depth+1)
+				next, answer, reasoning, ok = walkContentParts(j, i, depth+1)
 				if answer {
 					set |= bitContent
 				}
@@ -445,45 +409,40 @@ func walkChatDelta(j *jsonscan.Scanner, i, depth int) (next int, bits uint8, ok 
 					set |= bitContentThinking
 				}
 			} else {
-				i, yes, ok = j.NonEmptyString(i, depth+1)
-				if yes {
-					set = bitContent
-				}
+				next, yes, ok = j.NonEmptyString(i, depth+1)
 			}
 		case "reasoning_content":
 			mask = bitReasoningContent
-			i, yes, ok = j.NonEmptyString(i, depth+1)
+			next, yes, ok = j.NonEmptyString(i, depth+1)
 		case "reasoning":
 			mask = bitReasoning
-			i, yes, ok = j.NonEmptyString(i, depth+1)
+			next, yes, ok = j.NonEmptyString(i, depth+1)
 		case "refusal":
 			mask = bitRefusal
-			i, yes, ok = j.NonEmptyString(i, depth+1)
+			next, yes, ok = j.NonEmptyString(i, depth+1)
 		case "tool_calls":
 			mask = bitToolCalls
-			i, yes, ok = j.NonEmptyArray(i, depth+1)
+			next, yes, ok = j.NonEmptyArray(i, depth+1)
 		case "function_call":
 			mask = bitFunctionCall
-			i, yes, ok = j.NonEmptyObject(i, depth+1)
+			next, yes, ok = j.NonEmptyObject(i, depth+1)
 		case "reasoning_details":
 			mask = bitReasoningDetails
 			if j.At(i) == '[' {
-				i, yes, ok = walkReasoningDetails(j, i, depth+1)
+				next, yes, ok = walkReasoningDetails(j, i, depth+1)
 			} else {
-				i, ok = j.Skip(i, depth+1)
+				next, ok = j.Skip(i, depth+1)
 			}
 		default:
-			i, ok = j.Skip(i, depth+1)
+			return j.Skip(i, depth+1)
 		}
 		if yes {
-			set = mask
+			set = mask &^ bitContentThinking // a content string is answer text
 		}
 		bits = bits&^mask | set
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, bits, ok
+		return next, ok
+	})
+	return next, bits, ok
 }
 
 // partKind classifies the "type" of a typed content part.
@@ -537,40 +496,32 @@ func walkContentParts(j *jsonscan.Scanner, i, depth int) (next int, answer, reas
 func walkContentPart(j *jsonscan.Scanner, i, depth int, inner bool) (next int, answer, reasoning, ok bool) {
 	typ := partUntyped
 	var text, thinking bool
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	next, ok = j.Members(i, depth, func(k []byte, i int) (next int, ok bool) {
 		switch {
 		case string(k) == "type":
 			var t []byte
 			var isStr bool
-			i, t, isStr, ok = j.StringValue(i, depth+1)
+			next, t, isStr, ok = j.StringValue(i, depth+1)
 			typ = partUntyped
 			if isStr {
 				typ = classifyPart(t)
 			}
+			return next, ok
 		case string(k) == "text":
-			i, text, ok = j.NonEmptyString(i, depth+1)
+			next, text, ok = j.NonEmptyString(i, depth+1)
+			return next, ok
 		case string(k) == "thinking" && !inner:
 			thinking = false
 			if j.At(i) == '[' {
-				i, thinking, ok = walkThinkingParts(j, i, depth+1)
-			} else {
-				i, ok = j.Skip(i, depth+1)
+				next, thinking, ok = walkThinkingParts(j, i, depth+1)
+				return next, ok
 			}
-		default:
-			i, ok = j.Skip(i, depth+1)
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
+		return j.Skip(i, depth+1)
+	})
 	answer = text && (typ == partText || typ == partUntyped)
 	reasoning = thinking && (typ == partThinking || typ == partUntyped)
-	return i, answer, reasoning, ok
+	return next, answer, reasoning, ok
 }
 
 // walkThinkingParts reads a ThinkChunk's "thinking" array at i: does one of
@@ -631,17 +582,12 @@ func walkReasoningDetails(j *jsonscan.Scanner, i, depth int) (next int, carries,
 func walkReasoningDetail(j *jsonscan.Scanner, i, depth int) (next int, carries, ok bool) {
 	kind := detailOther
 	var text, summary bool
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	next, ok = j.Members(i, depth, func(k []byte, i int) (next int, ok bool) {
 		switch string(k) {
 		case "type":
 			var t []byte
 			var isStr bool
-			i, t, isStr, ok = j.StringValue(i, depth+1)
+			next, t, isStr, ok = j.StringValue(i, depth+1)
 			kind = detailOther
 			switch {
 			case !isStr:
@@ -650,16 +596,15 @@ func walkReasoningDetail(j *jsonscan.Scanner, i, depth int) (next int, carries, 
 			case string(t) == "reasoning.summary":
 				kind = detailSummary
 			}
+			return next, ok
 		case "text":
-			i, text, ok = j.NonEmptyString(i, depth+1)
+			next, text, ok = j.NonEmptyString(i, depth+1)
+			return next, ok
 		case "summary":
-			i, summary, ok = j.NonEmptyString(i, depth+1)
-		default:
-			i, ok = j.Skip(i, depth+1)
+			next, summary, ok = j.NonEmptyString(i, depth+1)
+			return next, ok
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, kind == detailText && text || kind == detailSummary && summary, ok
+		return j.Skip(i, depth+1)
+	})
+	return next, kind == detailText && text || kind == detailSummary && summary, ok
 }
