@@ -36,7 +36,10 @@ import (
 //     completion_tokens_details.reasoning_tokens; OpenAI, Azure, DeepSeek and
 //     OpenRouter count it inside completion_tokens, xAI outside, so it is
 //     added to OutputTokens exactly when total_tokens = prompt_tokens +
-//     completion_tokens + reasoning_tokens;
+//     completion_tokens + reasoning_tokens. CachedInputTokens is
+//     prompt_tokens_details.cached_tokens or DeepSeek's
+//     prompt_cache_hit_tokens (part of prompt_tokens; the Responses API's
+//     input_tokens_details.cached_tokens likewise);
 //   - usage on the chunks that carry content (vLLM's continuous_usage_stats,
 //     xAI, or a proxy that puts a placeholder usage with completion_tokens 0
 //     on every chunk): a chunk whose choices carry content always carries
