@@ -10,14 +10,17 @@ import (
 //
 //   - message_start: HasInput with InputTokens = input_tokens plus
 //     cache_creation_input_tokens plus cache_read_input_tokens (the whole
-//     prompt); its usage.output_tokens is a placeholder (usually 1) and is
-//     ignored, so a stream cut before message_delta keeps its chunk count;
+//     prompt: Anthropic's input_tokens excludes both cache counts),
+//     CachedInputTokens = cache_read_input_tokens and CacheWriteInputTokens
+//     = cache_creation_input_tokens; its usage.output_tokens is a
+//     placeholder (usually 1) and is ignored, so a stream cut before
+//     message_delta keeps its chunk count;
 //   - content_block_delta: a text_delta, thinking_delta or input_json_delta
 //     with non-empty text carries 1 token (a lower bound), reasoning for
 //     thinking_delta (Frame.Reasoning); signature_delta carries none;
 //   - message_delta: HasUsage with the cumulative usage.output_tokens, which
-//     includes thinking (input counts kept from message_start unless the
-//     event sends its own), and ReasoningTokens from
+//     includes thinking (input and cache counts kept from message_start
+//     unless the event sends its own), and ReasoningTokens from
 //     usage.output_tokens_details.thinking_tokens (anthropic-sdk-go v1.46.0
 //     and later, MessageDeltaUsage: "output_tokens remains the inclusive,
 //     authoritative total"; 0 when absent, as in older streams);
@@ -31,9 +34,11 @@ func NewAnthropicDecoder(opts ...DecoderOption) Decoder {
 }
 
 type anthropicInterp struct {
-	j       jsonscan.Scanner
-	cache   jsonscan.Cache[anthropicFacts]
-	in, out int
+	j     jsonscan.Scanner
+	cache jsonscan.Cache[anthropicFacts]
+	// The counts so far: the whole prompt, the output, and the prompt's
+	// cache-read and cache-creation parts.
+	in, out, read, written int
 }
 
 func (a *anthropicInterp) interpret(_, data []byte) (Frame, error) {
@@ -68,13 +73,13 @@ func (a *anthropicInterp) frame(f *anthropicFacts, data []byte) (Frame, error) {
 	return fr, nil
 }
 
-// The counts of an Anthropic usage object, by index in anthUsage.
+// The counts of an Anthropic usage object, by index in anthUsage
+// (output_tokens_details.thinking_tokens is at usReasoning).
 const (
 	anthInput = iota
 	anthOutput
 	anthCacheCreation
 	anthCacheRead
-	anthThinking // output_tokens_details.thinking_tokens
 )
 
 var anthUsage = usageShape{
@@ -84,8 +89,8 @@ var anthUsage = usageShape{
 		anthCacheCreation: "cache_creation_input_tokens",
 		anthCacheRead:     "cache_read_input_tokens",
 	},
-	details:   "output_tokens_details",
-	reasoning: []string{"thinking_tokens"},
+	outDetails: "output_tokens_details",
+	reasoning:  []string{"thinking_tokens"},
 }
 
 // prompt returns whether u has an input count, and the whole prompt: fresh,
@@ -95,29 +100,40 @@ func prompt(u *jsonscan.Ints) (bool, int) {
 	return has, satAdd(satAdd(u.Get(anthInput), u.Get(anthCacheCreation)), u.Get(anthCacheRead))
 }
 
+// takePrompt keeps the prompt counts of u, when it has one: the whole
+// prompt and its cache-read and cache-creation parts (input_tokens excludes
+// both: "total_input_tokens = cache_read_input_tokens +
+// cache_creation_input_tokens + input_tokens", Anthropic's prompt caching
+// guide, Tracking cache performance).
+func (a *anthropicInterp) takePrompt(u *jsonscan.Ints) bool {
+	has, in := prompt(u)
+	if has {
+		a.in, a.read, a.written = in, u.Get(anthCacheRead), u.Get(anthCacheCreation)
+	}
+	return has
+}
+
 // input takes the prompt size of message_start (its output count is a
 // placeholder, not a count).
 func (a *anthropicInterp) input(u *jsonscan.Ints) Frame {
-	has, in := prompt(u)
-	if !has {
+	if !a.takePrompt(u) {
 		return Frame{}
 	}
-	a.in = in
-	return Frame{HasInput: true, InputTokens: a.in}
+	return Frame{HasInput: true, InputTokens: a.in, CachedInputTokens: a.read, CacheWriteInputTokens: a.written}
 }
 
+// usage takes message_delta's cumulative usage; the prompt counts are
+// message_start's unless it sends its own.
 func (a *anthropicInterp) usage(u *jsonscan.Ints) Frame {
-	hasIn, in := prompt(u)
+	hasIn := a.takePrompt(u)
 	if !hasIn && !u.Has[anthOutput] {
 		return Frame{}
-	}
-	if hasIn {
-		a.in = in
 	}
 	if u.Has[anthOutput] {
 		a.out = u.Val[anthOutput]
 	}
-	return Frame{HasUsage: true, InputTokens: a.in, OutputTokens: a.out, ReasoningTokens: u.Get(anthThinking)}
+	return Frame{HasUsage: true, InputTokens: a.in, OutputTokens: a.out, ReasoningTokens: u.Get(usReasoning),
+		CachedInputTokens: a.read, CacheWriteInputTokens: a.written}
 }
 
 func satAdd(a, b int) int {
@@ -197,37 +213,23 @@ func (d anthDelta) carries() bool {
 }
 
 func walkAnthropic(j *jsonscan.Scanner, i int, f *anthropicFacts) (int, bool) {
-	i, more, ok := j.OpenObject(i, 0)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	return j.Members(i, 0, func(k []byte, i int) (next int, ok bool) {
 		switch string(k) {
 		case "type":
-			i, f.typ, ok = anthropicType(j, i, 1)
+			next, f.typ, ok = anthropicType(j, i, 1)
+			return next, ok
 		case "error":
 			f.err = j.At(i) != 'n'
-			i, ok = j.Skip(i, 1)
 		case "delta":
 			f.delta = anthDelta{}
-			if j.At(i) == '{' {
-				i, ok = walkAnthropicDelta(j, i, 1, &f.delta)
-			} else {
-				i, ok = j.Skip(i, 1)
-			}
+			return j.Members(i, 1, func(k []byte, i int) (int, bool) { return walkAnthropicDelta(j, k, i, 2, &f.delta) })
 		case "usage":
-			i, ok = walkUsage(j, i, 1, &anthUsage, &f.usage)
+			return walkUsage(j, i, 1, &anthUsage, &f.usage)
 		case "message":
-			i, ok = walkUsageHolder(j, i, 1, &anthUsage, &f.msgUsage)
-		default:
-			i, ok = j.Skip(i, 1)
+			return walkUsageHolder(j, i, 1, &anthUsage, &f.msgUsage)
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, ok
+		return j.Skip(i, 1)
+	})
 }
 
 func anthropicType(j *jsonscan.Scanner, i, depth int) (int, anthKind, bool) {
@@ -238,28 +240,20 @@ func anthropicType(j *jsonscan.Scanner, i, depth int) (int, anthKind, bool) {
 	return i, classifyAnthropic(t), ok
 }
 
-func walkAnthropicDelta(j *jsonscan.Scanner, i, depth int, d *anthDelta) (int, bool) {
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
-		switch string(k) {
-		case "type":
-			i, d.typ, ok = anthropicType(j, i, depth+1)
-		case "text":
-			i, d.text, ok = j.NonEmptyString(i, depth+1)
-		case "thinking":
-			i, d.thinking, ok = j.NonEmptyString(i, depth+1)
-		case "partial_json":
-			i, d.partialJSON, ok = j.NonEmptyString(i, depth+1)
-		default:
-			i, ok = j.Skip(i, depth+1)
-		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
+// walkAnthropicDelta reads one member (named k, its value at i and depth)
+// of a content_block_delta's delta into d.
+func walkAnthropicDelta(j *jsonscan.Scanner, k []byte, i, depth int, d *anthDelta) (next int, ok bool) {
+	switch string(k) {
+	case "type":
+		next, d.typ, ok = anthropicType(j, i, depth)
+	case "text":
+		next, d.text, ok = j.NonEmptyString(i, depth)
+	case "thinking":
+		next, d.thinking, ok = j.NonEmptyString(i, depth)
+	case "partial_json":
+		next, d.partialJSON, ok = j.NonEmptyString(i, depth)
+	default:
+		next, ok = j.Skip(i, depth)
 	}
-	return i, ok
+	return next, ok
 }

@@ -15,7 +15,7 @@ func TestAnthropicDecoderFrames(t *testing.T) {
 		in   string
 		want []frameView
 	}{
-		{"message_start sums the prompt and ignores its placeholder output count", start, []frameView{{HasInput: true, In: 35}}},
+		{"message_start sums the prompt and ignores its placeholder output count", start, []frameView{{HasInput: true, In: 35, Cached: 20, CacheWrite: 5}}},
 		{"text_delta", ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`), []frameView{{Tokens: 1}}},
 		{"empty text_delta", ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":""}}`), []frameView{{}}},
 		{"thinking_delta", ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}`), []frameView{{Tokens: 1, Reasoning: true}}},
@@ -25,13 +25,13 @@ func TestAnthropicDecoderFrames(t *testing.T) {
 		{"text under the wrong delta type", ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","text":"x"}}`), []frameView{{}}},
 		{"message_delta keeps the input count",
 			start + ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`),
-			[]frameView{{HasInput: true, In: 35}, {HasUsage: true, In: 35, Out: 15}}},
+			[]frameView{{HasInput: true, In: 35, Cached: 20, CacheWrite: 5}, {HasUsage: true, In: 35, Out: 15, Cached: 20, CacheWrite: 5}}},
 		{"message_delta with its own input counts",
 			start + ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"input_tokens":10,"cache_creation_input_tokens":5,"cache_read_input_tokens":25,"output_tokens":15}}`),
-			[]frameView{{HasInput: true, In: 35}, {HasUsage: true, In: 40, Out: 15}}},
+			[]frameView{{HasInput: true, In: 35, Cached: 20, CacheWrite: 5}, {HasUsage: true, In: 40, Out: 15, Cached: 25, CacheWrite: 5}}},
 		{"message_delta with thinking tokens (inside output_tokens)",
 			start + ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":61,"output_tokens_details":{"thinking_tokens":49}}}`),
-			[]frameView{{HasInput: true, In: 35}, {HasUsage: true, In: 35, Out: 61, ReasoningOut: 49}}},
+			[]frameView{{HasInput: true, In: 35, Cached: 20, CacheWrite: 5}, {HasUsage: true, In: 35, Out: 61, ReasoningOut: 49, Cached: 20, CacheWrite: 5}}},
 		{"message_start's thinking placeholder is ignored",
 			ev("message_start", `{"type":"message_start","message":{"usage":{"input_tokens":3,"output_tokens":1,"output_tokens_details":{"thinking_tokens":1}}}}`),
 			[]frameView{{HasInput: true, In: 3}}},

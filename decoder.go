@@ -334,75 +334,62 @@ func errorFromMap(m map[string]any) *StreamError {
 }
 
 // usageShape names the members of a provider's usage object: the counts at
-// its top level, and the reasoning count inside the object that breaks the
-// output count down.
+// its top level, the reasoning count inside the object that breaks the
+// output count down, and the cached count inside the one that breaks the
+// input count down.
 type usageShape struct {
-	names     []string // top-level counts, read into indices 0 … len(names)−1
-	details   string   // the breakdown of the output count, e.g. "completion_tokens_details"
-	reasoning []string // the one reasoning count inside details, read into index len(names)
+	names      []string // top-level counts, read into indices 0 … len(names)−1 (< usReasoning)
+	outDetails string   // the breakdown of the output count, e.g. "completion_tokens_details"
+	reasoning  []string // the one reasoning count inside outDetails, read into index usReasoning
+	inDetails  string   // the breakdown of the input count, e.g. "prompt_tokens_details"
+	cached     []string // the one cached count inside inDetails, read into index usCached
 }
 
+// The indices of a usage object's counts read from its breakdowns (see
+// usageShape); its top-level counts come first.
+const (
+	usReasoning = jsonscan.MaxInts - 2
+	usCached    = jsonscan.MaxInts - 1
+)
+
 // walkUsage reads a usage object of shape s at i into u (reset first): the
-// counts named at its top level, and the reasoning count of its details
-// object at index len(s.names). Any other value is skipped and leaves u
-// empty. As everywhere, the last member of a name wins.
+// counts named at its top level, the reasoning count of its output details
+// at usReasoning and the cached count of its input details at usCached.
+// Any other value is skipped and leaves u empty. As everywhere, the last
+// member of a name wins.
 func walkUsage(j *jsonscan.Scanner, i, depth int, s *usageShape, u *jsonscan.Ints) (int, bool) {
 	*u = jsonscan.Ints{}
-	if j.At(i) != '{' {
-		return j.Skip(i, depth)
-	}
-	r := len(s.names)
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
-		field := -1
+	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
 		for n, name := range s.names {
 			if string(k) == name {
-				field = n
-				break
+				next, v, isInt, ok := j.Int(i, depth+1)
+				u.Val[n], u.Has[n] = v, isInt
+				return next, ok
 			}
 		}
+		var d jsonscan.Ints
 		switch {
-		case field >= 0:
-			i, u.Val[field], u.Has[field], ok = j.Int(i, depth+1)
-		case string(k) == s.details:
-			var d jsonscan.Ints
-			i, ok = j.Ints(i, depth+1, s.reasoning, &d)
-			u.Val[r], u.Has[r] = d.Val[0], d.Has[0]
-		default:
-			i, ok = j.Skip(i, depth+1)
+		case s.outDetails != "" && string(k) == s.outDetails:
+			i, ok := j.Ints(i, depth+1, s.reasoning, &d)
+			u.Val[usReasoning], u.Has[usReasoning] = d.Val[0], d.Has[0]
+			return i, ok
+		case s.inDetails != "" && string(k) == s.inDetails:
+			i, ok := j.Ints(i, depth+1, s.cached, &d)
+			u.Val[usCached], u.Has[usCached] = d.Val[0], d.Has[0]
+			return i, ok
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, ok
+		return j.Skip(i, depth+1)
+	})
 }
 
 // walkUsageHolder reads a value that may be an object with a "usage" member
 // (the Responses API's "response", Anthropic's "message") into u.
 func walkUsageHolder(j *jsonscan.Scanner, i, depth int, s *usageShape, u *jsonscan.Ints) (int, bool) {
 	*u = jsonscan.Ints{}
-	if j.At(i) != '{' {
-		return j.Skip(i, depth)
-	}
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
 		if string(k) == "usage" {
-			i, ok = walkUsage(j, i, depth+1, s, u)
-		} else {
-			i, ok = j.Skip(i, depth+1)
+			return walkUsage(j, i, depth+1, s, u)
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, ok
+		return j.Skip(i, depth+1)
+	})
 }

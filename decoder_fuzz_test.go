@@ -159,8 +159,14 @@ func refObject(data []byte) (map[string]any, bool) {
 func refUsage(v any, s *usageShape) jsonscan.Ints {
 	u := refInts(v, s.names)
 	if m, ok := v.(map[string]any); ok {
-		d := refInts(m[s.details], s.reasoning)
-		u.Has[len(s.names)], u.Val[len(s.names)] = d.Has[0], d.Val[0]
+		if s.outDetails != "" {
+			d := refInts(m[s.outDetails], s.reasoning)
+			u.Has[usReasoning], u.Val[usReasoning] = d.Has[0], d.Val[0]
+		}
+		if s.inDetails != "" {
+			d := refInts(m[s.inDetails], s.cached)
+			u.Has[usCached], u.Val[usCached] = d.Has[0], d.Val[0]
+		}
 	}
 	return u
 }

@@ -22,6 +22,8 @@ type frameView struct {
 	HasInput      bool
 	In, Out       int
 	ReasoningOut  int // Frame.ReasoningTokens
+	Cached        int // Frame.CachedInputTokens
+	CacheWrite    int // Frame.CacheWriteInputTokens
 	Err           string
 	Done          bool
 	streamErrType string // the StreamError's ErrorType: the error.type a Tracker records
@@ -29,7 +31,8 @@ type frameView struct {
 
 func view(f Frame) frameView {
 	v := frameView{Tokens: f.Tokens, Reasoning: f.Reasoning, HasUsage: f.HasUsage, HasInput: f.HasInput,
-		In: f.InputTokens, Out: f.OutputTokens, ReasoningOut: f.ReasoningTokens, Done: f.Done}
+		In: f.InputTokens, Out: f.OutputTokens, ReasoningOut: f.ReasoningTokens,
+		Cached: f.CachedInputTokens, CacheWrite: f.CacheWriteInputTokens, Done: f.Done}
 	if f.Err != nil {
 		v.Err = f.Err.Error()
 		var se *StreamError
@@ -62,6 +65,8 @@ type summary struct {
 	HasUsage        bool
 	In, Out         int // the last usage (In also from an input-only frame)
 	Reasoning       int // the last usage's reasoning count
+	Cached          int // the last usage's cached input count (or an input-only frame's)
+	CacheWrite      int // the last usage's cache-write input count (or an input-only frame's)
 	Done            bool
 	Errs            int
 	ErrType         string // StreamError.ErrorType of the first error frame
@@ -84,8 +89,12 @@ func summarize(frames []frameView) summary {
 		}
 		if f.HasUsage {
 			s.HasUsage, s.In, s.Out, s.Reasoning = true, f.In, f.Out, f.ReasoningOut
+			s.Cached, s.CacheWrite = f.Cached, f.CacheWrite
 		} else if f.HasInput {
 			s.In = f.In
+			if f.Cached > 0 || f.CacheWrite > 0 {
+				s.Cached, s.CacheWrite = f.Cached, f.CacheWrite
+			}
 		}
 		s.Done = s.Done || f.Done
 		if f.Err != "" {
@@ -140,7 +149,7 @@ var fixtures = []fixture{
 	{"vllm_continuous_usage.sse", openAI, summary{Frames: 9, Tokens: 9, TokenFrames: 6, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 20, Out: 9, Done: true}, 9, false},
 	{"openai_error.sse", openAI, summary{Frames: 4, Tokens: 2, TokenFrames: 2, FirstToken: 1, FirstAnswer: 1, Errs: 1, ErrType: "server_error"}, 2, false},
 	{"openai_keepalive_crlf.sse", openAI, summary{Frames: 6, Tokens: 3, TokenFrames: 3, FirstToken: 1, FirstAnswer: 1, Done: true}, 3, false},
-	{"anthropic_thinking_tools.sse", anthropic, summary{Frames: 21, Tokens: 9, TokenFrames: 9, ReasoningFrames: 3, FirstToken: 3, FirstAnswer: 9, HasUsage: true, In: 572, Out: 89, Done: true}, 89, false},
+	{"anthropic_thinking_tools.sse", anthropic, summary{Frames: 21, Tokens: 9, TokenFrames: 9, ReasoningFrames: 3, FirstToken: 3, FirstAnswer: 9, HasUsage: true, In: 572, Out: 89, Cached: 100, Done: true}, 89, false},
 	{"anthropic_error.sse", anthropic, summary{Frames: 4, Tokens: 1, TokenFrames: 1, FirstToken: 2, FirstAnswer: 2, In: 25, Errs: 1, ErrType: "overloaded_error"}, 1, false},
 
 	// Issue 10: the providers' documented shapes (expected values from
@@ -154,10 +163,23 @@ var fixtures = []fixture{
 	{"groq_x_groq_usage.sse", openAI, summary{Frames: 10, Tokens: 7, TokenFrames: 7, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 36, Out: 8, Done: true}, 8, false},
 	{"groq_reasoning.sse", openAI, summary{Frames: 8, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 1, FirstAnswer: 4, HasUsage: true, In: 14, Out: 27, Done: true}, 27, false},
 	{"xai_usage_every_chunk.sse", openAI, summary{Frames: 9, Tokens: 8, TokenFrames: 8, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 38, Out: 8, Done: true}, 8, false},
-	{"xai_reasoning_usage.sse", openAI, summary{Frames: 7, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 0, FirstAnswer: 3, HasUsage: true, In: 19, Out: 163, Reasoning: 157, Done: true}, 163, false},
+	{"xai_reasoning_usage.sse", openAI, summary{Frames: 7, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 0, FirstAnswer: 3, HasUsage: true, In: 19, Out: 163, Reasoning: 157, Cached: 2, Done: true}, 163, false},
 	{"deepseek_reasoning_content.sse", openAI, summary{Frames: 9, Tokens: 6, TokenFrames: 6, ReasoningFrames: 4, FirstToken: 1, FirstAnswer: 5, HasUsage: true, In: 17, Out: 96, Reasoning: 88, Done: true}, 96, false},
 	{"openai_chat_reasoning_usage.sse", openAI, summary{Frames: 10, Tokens: 6, TokenFrames: 6, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 20, Out: 214, Reasoning: 192, Done: true}, 214, false},
-	{"anthropic_thinking_usage_details.sse", anthropic, summary{Frames: 14, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 3, FirstAnswer: 9, HasUsage: true, In: 1072, Out: 61, Reasoning: 49, Done: true}, 61, false},
+	// Issue 17 item 4: a placeholder usage (completion_tokens 0) on every
+	// content chunk, the real one at the end: 10 chunks, no phantom one.
+	{"placeholder_usage_usage_chunk.sse", openAI, summary{Frames: 12, Tokens: 10, TokenFrames: 10, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 12, Out: 31, Done: true}, 31, false},
+	{"placeholder_usage_empty_finish.sse", openAI, summary{Frames: 12, Tokens: 10, TokenFrames: 10, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 12, Out: 31, Done: true}, 31, false},
+	// Issue 17 item 2: OpenRouter's delta.reasoning_details (text and
+	// summary carry reasoning; encrypted and signature-only details none).
+	{"openrouter_reasoning_details_text.sse", openAI, summary{Frames: 12, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 2, FirstAnswer: 7, HasUsage: true, In: 423, Out: 110, Reasoning: 63, Done: true}, 110, false},
+	{"openrouter_reasoning_details_summary_encrypted.sse", openAI, summary{Frames: 9, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 0, FirstAnswer: 4, HasUsage: true, In: 64, Out: 210, Reasoning: 192, Done: true}, 210, false},
+	// Issue 18: cached input tokens, one fixture per provider shape.
+	{"openai_chat_cached.sse", openAI, summary{Frames: 9, Tokens: 5, TokenFrames: 5, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 2006, Out: 300, Cached: 1920, Done: true}, 300, false},
+	{"openai_responses_cached.sse", openAI, summary{Frames: 9, Tokens: 5, TokenFrames: 5, FirstToken: 2, FirstAnswer: 2, HasUsage: true, In: 2006, Out: 300, Cached: 1920, Done: true}, 300, false},
+	{"deepseek_cache_hit.sse", openAI, summary{Frames: 8, Tokens: 5, TokenFrames: 5, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 1052, Out: 5, Cached: 1024, Done: true}, 5, false},
+	{"anthropic_cache_write.sse", anthropic, summary{Frames: 11, Tokens: 5, TokenFrames: 5, FirstToken: 3, FirstAnswer: 3, HasUsage: true, In: 21 + 188086 + 1024, Out: 393, Cached: 1024, CacheWrite: 188086, Done: true}, 393, false},
+	{"anthropic_thinking_usage_details.sse", anthropic, summary{Frames: 14, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 3, FirstAnswer: 9, HasUsage: true, In: 1072, Out: 61, Reasoning: 49, Cached: 1024, Done: true}, 61, false},
 }
 
 // Every fixture in testdata/sse has its row in fixtures, so none goes

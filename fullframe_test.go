@@ -47,6 +47,12 @@ func (v fullView) input(in int) fullView {
 	return v
 }
 
+// cached returns v with n cached input tokens.
+func (v fullView) cached(n int) fullView {
+	v.Cached = n
+	return v
+}
+
 // done returns v marked Done.
 func (v fullView) done() fullView {
 	v.Done = true

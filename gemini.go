@@ -35,7 +35,8 @@ import (
 //     total effective prompt size meaning this includes the number of tokens
 //     in the cached content", https://ai.google.dev/api/generate-content#UsageMetadata)
 //     plus toolUsePromptTokenCount (the tool results given back to the
-//     model as input); OutputTokens = candidatesTokenCount +
+//     model as input); CachedInputTokens = cachedContentTokenCount (part
+//     of promptTokenCount; not believed above it); OutputTokens = candidatesTokenCount +
 //     thoughtsTokenCount (Gemini counts thoughts apart from the candidates:
 //     totalTokenCount is the sum of the four); ReasoningTokens =
 //     thoughtsTokenCount. A usageMetadata with none of these counts (Vertex
@@ -46,12 +47,16 @@ import (
 //     "blockReason") is Err, a *StreamError with Type = the reason ("SAFETY",
 //     "OTHER", …) and Message "prompt blocked", and Done;
 //   - an error object {"error": {"code", "message", "status"}} is Err, a
-//     *StreamError with Type = status ("UNAVAILABLE"), Code = code ("503")
-//     and Message. After HTTP 200 Gemini sends it as a bare line with no
-//     "data:" field, outside the SSE grammar (go-genai reads every such line
-//     as an error): this decoder reads a line that starts with '{' as one
-//     (another such line is a malformed frame), and an error object in an
-//     event's data too.
+//     *StreamError with Type = status ("RESOURCE_EXHAUSTED"), Code = code
+//     ("429") and Message, so the request ends as an error with that
+//     error.type. After HTTP 200 Gemini sends it as a bare JSON object with
+//     no "data:" field, outside the SSE grammar, on one line (go-genai reads
+//     every such line as an error) or pretty-printed over several
+//     (python-genai joins the lines until the braces balance): this decoder
+//     joins a line that starts with '{' with the lines after it until its
+//     brackets balance outside strings, and reads the object (one that is
+//     not an error object, or longer than 64 KiB, is a malformed frame), and
+//     an error object in an event's data too.
 //
 // An error frame carries no tokens; usage in it is still applied. Data that
 // is not a JSON object is a malformed frame (ErrMalformedFrame, see
@@ -76,15 +81,15 @@ func (g *geminiInterp) interpret(_, data []byte) (Frame, error) {
 
 func (g *geminiInterp) release() { g.cache.Reset() }
 
-// interpretBareLine implements bareLineInterpreter: a line outside the SSE
-// grammar is Gemini's mid-stream error object, or malformed.
-func (g *geminiInterp) interpretBareLine(line []byte) (Frame, error) {
-	if jsonscan.Walk(&g.j, line, &g.scratch, walkGemini) && g.scratch.err {
-		return g.frame(&g.scratch, line)
+// interpretBareLine implements bareLineInterpreter: a JSON object outside
+// the SSE grammar is Gemini's mid-stream error object, or malformed.
+func (g *geminiInterp) interpretBareLine(obj []byte) (Frame, error) {
+	if jsonscan.Walk(&g.j, obj, &g.scratch, walkGemini) && g.scratch.err {
+		return g.frame(&g.scratch, obj)
 	}
 	const keep = 64
-	shown := line[:min(len(line), keep)]
-	return Frame{}, fmt.Errorf("%w: gemini line outside the SSE grammar that is not an error object (%d bytes: %q)", ErrMalformedFrame, len(line), shown)
+	shown := obj[:min(len(obj), keep)]
+	return Frame{}, fmt.Errorf("%w: gemini JSON object outside the SSE grammar that is not an error object (%d bytes: %q)", ErrMalformedFrame, len(obj), shown)
 }
 
 // frame turns the facts of one chunk (nil: data is not a JSON object) into
@@ -107,6 +112,9 @@ func (g *geminiInterp) frame(f *geminiFacts, data []byte) (Frame, error) {
 		fr.HasInput = true
 		fr.InputTokens = satAdd(u.Get(gemPrompt), u.Get(gemToolUsePrompt))
 	}
+	if c := u.Get(gemCached); c <= u.Get(gemPrompt) && (fr.HasUsage || fr.HasInput) {
+		fr.CachedInputTokens = c // part of promptTokenCount
+	}
 	// An error keeps the rest of its frame: tokens and usage beside it
 	// still arrived, as in every decoder.
 	switch {
@@ -124,6 +132,7 @@ const (
 	gemCandidates
 	gemThoughts
 	gemToolUsePrompt
+	gemCached
 )
 
 var gemUsageNames = []string{
@@ -131,6 +140,7 @@ var gemUsageNames = []string{
 	gemCandidates:    "candidatesTokenCount",
 	gemThoughts:      "thoughtsTokenCount",
 	gemToolUsePrompt: "toolUsePromptTokenCount",
+	gemCached:        "cachedContentTokenCount",
 }
 
 // geminiError reads Gemini's error object (the rare path, where
@@ -174,6 +184,9 @@ type geminiFacts struct {
 }
 
 // walkGemini reads the top-level object of a GenerateContentResponse at i.
+// It and the walkers below it keep jsonscan's member loop written out
+// (not Scanner.Members): they run on every chunk of a Gemini 2.5 stream,
+// which the scan cache never answers.
 func walkGemini(j *jsonscan.Scanner, i int, f *geminiFacts) (int, bool) {
 	i, more, ok := j.OpenObject(i, 0)
 	for ok && more {
@@ -204,28 +217,15 @@ func walkGemini(j *jsonscan.Scanner, i int, f *geminiFacts) (int, bool) {
 // walkPromptFeedback reads promptFeedback: is its blockReason a non-empty
 // string?
 func walkPromptFeedback(j *jsonscan.Scanner, i, depth int) (next int, blocked, ok bool) {
-	if j.At(i) != '{' {
-		next, ok = j.Skip(i, depth)
-		return next, false, ok
-	}
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
+	next, ok = j.Members(i, depth, func(k []byte, i int) (int, bool) {
+		if string(k) != "blockReason" {
+			return j.Skip(i, depth+1)
 		}
-		if string(k) == "blockReason" {
-			var t []byte
-			i, t, _, ok = j.StringValue(i, depth+1)
-			blocked = len(t) > 0
-		} else {
-			i, ok = j.Skip(i, depth+1)
-		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, blocked, ok
+		next, t, _, ok := j.StringValue(i, depth+1)
+		blocked = len(t) > 0
+		return next, ok
+	})
+	return next, blocked, ok
 }
 
 // gemCandidate is what one candidate says.

@@ -1,12 +1,18 @@
 package llmmetrics
 
 import (
+	"bytes"
+	"context"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
 func gemini() Decoder { return NewGeminiDecoder() }
@@ -46,6 +52,15 @@ func TestGeminiFixtures(t *testing.T) {
 			answerTok.input(6),
 			{frameView: frameView{Err: "llmmetrics: stream error (UNAVAILABLE, code 503): The model is overloaded. Please try again later.", streamErrType: "UNAVAILABLE"}},
 		}},
+		{"stream_error_multiline.sse", gemini, []fullView{
+			answerTok.input(6),
+			answerTok.input(6),
+			{frameView: frameView{Err: "llmmetrics: stream error (RESOURCE_EXHAUSTED, code 429): " + quotaMessage, streamErrType: "RESOURCE_EXHAUSTED"}},
+		}},
+		{"stream_cached.sse", gemini, []fullView{
+			answerTok.input(2071).cached(2048),
+			answerTok.usage(2071, 6, 0).cached(2048).done(),
+		}},
 		{"stream_vertex.sse", gemini, []fullView{
 			answerTok, // usageMetadata {"trafficType": …} only: no usage
 			answerTok,
@@ -72,9 +87,11 @@ func TestGeminiFixtures(t *testing.T) {
 		// promptTokenCount 2071 includes the 2048 cached tokens; 306 thoughts
 		// beside 25 candidates tokens.
 		checkFixture(t, geminiArray, readTestdata(t, "json", "gemini_generate_content.json"),
-			[]fullView{answerTok.usage(2071, 25+306, 306).done()})
+			[]fullView{answerTok.usage(2071, 25+306, 306).cached(2048).done()})
 	})
 }
+
+const quotaMessage = "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits."
 
 // gchunk wraps a GenerateContentResponse as one SSE event, as Gemini frames it.
 func gchunk(payload string) string { return "data: " + payload + "\r\n\r\n" }
@@ -115,7 +132,10 @@ func TestGeminiDecoderFrames(t *testing.T) {
 		{"empty finishReason is not the end", gchunk(`{"candidates": [{"content": {"parts": [{"text": "a"}]},"finishReason": ""}]}`), []fullView{answerTok}},
 		{"usage sums candidates and thoughts, input and tool-use input",
 			gchunk(`{"usageMetadata": {"promptTokenCount": 100,"cachedContentTokenCount": 64,"toolUsePromptTokenCount": 20,"candidatesTokenCount": 7,"thoughtsTokenCount": 30,"totalTokenCount": 157}}`),
-			[]fullView{fullView{}.usage(120, 37, 30)}},
+			[]fullView{fullView{}.usage(120, 37, 30).cached(64)}},
+		{"a cached count above the prompt count is not believed",
+			gchunk(`{"usageMetadata": {"promptTokenCount": 10,"cachedContentTokenCount": 64,"candidatesTokenCount": 7}}`),
+			[]fullView{fullView{}.usage(10, 7, 0)}},
 		{"usage with only trafficType is not usage", gchunk(`{"usageMetadata": {"trafficType": "ON_DEMAND"}}`), []fullView{{}}},
 		{"usage null", gchunk(`{"usageMetadata": null}`), []fullView{{}}},
 		{"promptFeedback without blockReason", gchunk(`{"promptFeedback": {"safetyRatings": []},"candidates": [{"content": {"parts": [{"text": "a"}]}}]}`), []fullView{answerTok}},
@@ -130,6 +150,13 @@ func TestGeminiDecoderFrames(t *testing.T) {
 			[]fullView{answerTok, {frameView: frameView{Err: "llmmetrics: stream error (RESOURCE_EXHAUSTED, code 429): Resource exhausted", streamErrType: "RESOURCE_EXHAUSTED"}}}},
 		{"bare error line without a line end", `{"error": {"code": 503, "status": "UNAVAILABLE"}}`,
 			[]fullView{{frameView: frameView{Err: "llmmetrics: stream error (UNAVAILABLE, code 503)", streamErrType: "UNAVAILABLE"}}}},
+		{"multi-line error object, CRLF, a blank line and braces inside strings",
+			gparts(`{"text": "a"}`) + "{\r\n  \"error\": {\r\n\r\n    \"code\": 429,\r\n    \"message\": \"quota } { [\\\" exceeded\",\r\n    \"status\": \"RESOURCE_EXHAUSTED\"\r\n  }\r\n}\r\n",
+			[]fullView{answerTok, {frameView: frameView{Err: "llmmetrics: stream error (RESOURCE_EXHAUSTED, code 429): quota } { [\" exceeded", streamErrType: "RESOURCE_EXHAUSTED"}}}},
+		{"multi-line error object without a final line end", "{\n  \"error\": {\"code\": 503, \"status\": \"UNAVAILABLE\"}\n}",
+			[]fullView{{frameView: frameView{Err: "llmmetrics: stream error (UNAVAILABLE, code 503)", streamErrType: "UNAVAILABLE"}}}},
+		{"a multi-line object does not touch the event being built", "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"a\"}]}}]}\n{\n\"error\": {\"status\": \"UNAVAILABLE\"}\n}\n\n",
+			[]fullView{{frameView: frameView{Err: "llmmetrics: stream error (UNAVAILABLE)", streamErrType: "UNAVAILABLE"}}, answerTok}},
 		{"a bare line does not touch the event being built", "data: {\"candidates\": [{\"content\": {\"parts\": [{\"text\": \"a\"}]}}]}\n{\"error\": {\"status\": \"UNAVAILABLE\"}}\n\n",
 			[]fullView{{frameView: frameView{Err: "llmmetrics: stream error (UNAVAILABLE)", streamErrType: "UNAVAILABLE"}}, answerTok}},
 		{"comments and other fields are still ignored", ": keep-alive\r\nid: 7\r\n" + gparts(`{"text": "a"}`), []fullView{answerTok}},
@@ -159,6 +186,8 @@ func TestGeminiMalformed(t *testing.T) {
 		{"bare line that is not an error object", `{"candidates": [{"content": {"parts": [{"text": "a"}]}}]}` + "\n", []fullView{{}}},
 		{"bare line that is not JSON", "{oops\n", []fullView{{}}},
 		{"bare line with error null", `{"error": null}` + "\n", []fullView{{}}},
+		{"bare object cut by a data line", "{\n  \"error\": {\n    \"code\": 429,\n", []fullView{{}}},
+		{"bare object whose string runs to the end of its line", "{\n  \"error\": \"a\n}\n", []fullView{{}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -344,4 +373,75 @@ func TestGeminiScanCache(t *testing.T) {
 			assert.Equal(t, decodeFull(newGeminiTestDecoder(false, false, nil), data), got)
 		})
 	}
+}
+
+// A bare object is bounded: past 64 KiB its lines are dropped, not kept,
+// until its brackets balance, and it is one malformed frame; the stream goes
+// on. One cut by the end of the stream is a malformed frame too.
+func TestGeminiBareObjectBounds(t *testing.T) {
+	t.Run("larger than 64 KiB", func(t *testing.T) {
+		errs := otelErrors(t)
+		line := `    "x": "` + strings.Repeat("a", 1000) + `",` + "\n"
+		big := "{\n  \"error\": {\n" + strings.Repeat(line, 200) + "  \"status\": \"UNAVAILABLE\"}\n}\n"
+		d := NewGeminiDecoder()
+		var got []fullView
+		emit := func(f Frame) { got = append(got, fullViewOf(f)) }
+		d.Decode([]byte(big[:len(big)/2]), emit)
+		sd := d.(*sseDecoder)
+		assert.True(t, sd.obj.skipping)
+		assert.Zero(t, cap(sd.obj.buf), "nothing is kept past the bound")
+		d.Decode([]byte(big[len(big)/2:]+gparts(`{"text": "a"}`)), emit)
+		d.Flush(emit)
+		assert.Equal(t, []fullView{{}, answerTok}, got)
+		reported := errs()
+		require.Len(t, reported, 1)
+		assert.ErrorIs(t, reported[0], ErrMalformedFrame)
+		assert.Contains(t, reported[0].Error(), "larger than 65536 bytes")
+	})
+	t.Run("cut by the end of the stream", func(t *testing.T) {
+		errs := otelErrors(t)
+		d := NewGeminiDecoder()
+		got := decodeFull(d, []byte(gparts(`{"text": "a"}`)+"{\n  \"error\": {\n    \"code\": 429,\n"))
+		assert.Equal(t, []fullView{answerTok, {}}, got)
+		reported := errs()
+		require.Len(t, reported, 1)
+		assert.ErrorIs(t, reported[0], ErrMalformedFrame)
+		assert.Contains(t, reported[0].Error(), "cut by the end of the stream")
+	})
+}
+
+// Issue 17 item 1: read through NewReader, a Gemini error object spread
+// over several lines after HTTP 200 ends the request as an error with
+// error.type RESOURCE_EXHAUSTED, whatever the Reads' sizes, and the caller
+// reads the bytes unchanged.
+func TestReaderGeminiMultilineError(t *testing.T) {
+	data := readTestdata(t, "gemini", "stream_error_multiline.sse")
+	tr, metrics := newTestTracker(t)
+	errs := otelErrors(t)
+	reads := 0
+	read := func(r io.Reader) {
+		req := tr.Start(context.Background())
+		got, err := io.ReadAll(NewReader(req, r, NewGeminiDecoder()))
+		require.NoError(t, err)
+		require.Equal(t, data, got, "bytes out == bytes in")
+		rec := req.End(nil)
+		reads++
+		require.Equal(t, OutcomeError, rec.Outcome)
+		require.Equal(t, 2, rec.Chunks)
+		require.Equal(t, 6, rec.InputTokens)
+	}
+	for cut := 0; cut <= len(data); cut++ {
+		read(io.MultiReader(bytes.NewReader(data[:cut]), bytes.NewReader(data[cut:])))
+	}
+	read(iotest.OneByteReader(bytes.NewReader(data)))
+	assert.Empty(t, errs())
+	errTypes := map[string]int64{}
+	m, ok := collect(t, metrics)[MetricRequests]
+	require.True(t, ok)
+	for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		if v, ok := p.Attributes.Value(semconv.ErrorTypeKey); ok {
+			errTypes[v.AsString()] += p.Value
+		}
+	}
+	assert.Equal(t, map[string]int64{"RESOURCE_EXHAUSTED": int64(reads)}, errTypes)
 }

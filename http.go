@@ -42,7 +42,7 @@ const (
 	// ProtocolOllama: an Ollama NDJSON stream (/api/chat, /api/generate).
 	ProtocolOllama
 	// ProtocolJSON: one non-streaming JSON answer of any provider;
-	// NewJSONDecoder (usage only, no TTFT).
+	// NewUsageDecoder (usage only, no TTFT).
 	ProtocolJSON
 )
 
@@ -100,7 +100,7 @@ func (p Protocol) NewDecoder(opts ...DecoderOption) Decoder {
 	case ProtocolOllama:
 		return NewOllamaDecoder(opts...)
 	case ProtocolJSON:
-		return NewJSONDecoder(opts...)
+		return NewUsageDecoder(opts...)
 	case ProtocolUnknown:
 		return newSniffDecoder(opts)
 	}

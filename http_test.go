@@ -133,7 +133,7 @@ func TestProviderOf(t *testing.T) {
 func TestProtocolNewDecoder(t *testing.T) {
 	assert.IsType(t, &sseDecoder{}, ProtocolOpenAI.NewDecoder())
 	assert.IsType(t, &sseDecoder{}, ProtocolAnthropic.NewDecoder())
-	assert.IsType(t, &jsonDecoder{}, ProtocolJSON.NewDecoder())
+	assert.IsType(t, &usageDecoder{}, ProtocolJSON.NewDecoder())
 	assert.IsType(t, &sniffDecoder{}, ProtocolUnknown.NewDecoder())
 	assert.Nil(t, Protocol(200).NewDecoder())
 	assert.Equal(t, "openai", ProtocolOpenAI.String())
@@ -152,7 +152,7 @@ func TestSniffDecoder(t *testing.T) {
 		{"anthropic", testdataFile(t, "sse", "anthropic_thinking_tools.sse"), anthropic},
 		{"keep-alives first", ": ping\n\n: ping\n\n" + testdataFile(t, "sse", "openai_chat.sse"), openAI},
 		{"error event first, then openai", "data: {\"error\":{\"message\":\"x\"}}\n\n" + testdataFile(t, "sse", "openai_chat.sse"), openAI},
-		{"json answer", "\n " + testdataFile(t, "json", "openai_chat_completion.json"), func() Decoder { return NewJSONDecoder() }},
+		{"json answer", "\n " + testdataFile(t, "json", "openai_chat_completion.json"), func() Decoder { return NewUsageDecoder() }},
 		{"gemini", testdataFile(t, "gemini", "stream_thinking.sse"), func() Decoder { return NewGeminiDecoder() }},
 		{"nothing known", strings.Repeat("data: {\"x\":1}\n\n", 20), nil},
 		{"not SSE", "hello world\n", nil},

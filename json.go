@@ -10,7 +10,7 @@ import (
 // This file holds the decoder of non-streaming JSON answers: it reads the
 // usage object on the side while the caller reads the body.
 
-// NewJSONDecoder returns a Decoder for one non-streaming JSON answer (a
+// NewUsageDecoder returns a Decoder for one non-streaming JSON answer (a
 // response with Content-Type application/json): it finds the token counts
 // in the answer and reports them in one Frame, with HasUsage and Done, when
 // the top-level value closes. That frame carries no Tokens: a body that is
@@ -22,16 +22,23 @@ import (
 //     completions, completions and embeddings); ReasoningTokens from
 //     "completion_tokens_details.reasoning_tokens", added to the output when
 //     "total_tokens" shows the provider left it out (xAI);
+//     CachedInputTokens from "prompt_tokens_details.cached_tokens" or
+//     DeepSeek's "prompt_cache_hit_tokens" (both part of prompt_tokens);
 //   - else "usage" with "input_tokens", "output_tokens" and, summed into the
 //     input, "cache_creation_input_tokens" and "cache_read_input_tokens"
 //     (the Responses API; Anthropic Messages, whose input_tokens excludes
 //     the cached part); ReasoningTokens from "output_tokens_details"
 //     ("reasoning_tokens", or Anthropic's "thinking_tokens");
+//     CachedInputTokens from Anthropic's "cache_read_input_tokens" (and
+//     CacheWriteInputTokens from "cache_creation_input_tokens"), else from
+//     the Responses API's "input_tokens_details.cached_tokens";
 //   - else Gemini's "usageMetadata": input = promptTokenCount +
 //     toolUsePromptTokenCount, output = candidatesTokenCount +
 //     thoughtsTokenCount (Gemini counts thoughts apart from the candidates),
-//     ReasoningTokens = thoughtsTokenCount;
-//   - else Ollama's "prompt_eval_count" and "eval_count";
+//     ReasoningTokens = thoughtsTokenCount, CachedInputTokens =
+//     cachedContentTokenCount (part of promptTokenCount);
+//   - else Ollama's "prompt_eval_count" and "eval_count" (Ollama reports no
+//     cached count);
 //   - a non-null "error" member sets Frame.Err to a *StreamError (an error
 //     object sent with a success status): Type from "type" (else Gemini's
 //     "status"), Code from "code", Message from "message" (or the error
@@ -44,9 +51,9 @@ import (
 // that ends before its value does, is the stream's ErrMalformedFrame (Err,
 // and otel.Handle) and gives no frame. Bytes after the top-level value are
 // ignored. The options are accepted for symmetry and ignored.
-func NewJSONDecoder(opts ...DecoderOption) Decoder {
+func NewUsageDecoder(opts ...DecoderOption) Decoder {
 	_ = newDecoderConfig(opts)
-	return &jsonDecoder{s: jsonstream.NewScanner(answerSchema)}
+	return &usageDecoder{s: jsonstream.NewScanner(answerSchema)}
 }
 
 // Members of a JSON answer, by index in answerSchema.
@@ -64,11 +71,17 @@ const (
 	jOutputDetails
 	jOutputReasoning
 	jOutputThinking
+	jPromptDetails
+	jPromptDetailsCached
+	jPromptCacheHit
+	jInputDetails
+	jInputDetailsCached
 	jUsageMetadata
 	jPromptTokenCount
 	jCandidatesTokenCount
 	jThoughtsTokenCount
 	jToolUsePromptTokenCount
+	jCachedContentTokenCount
 	jPromptEvalCount
 	jEvalCount
 	jError
@@ -95,11 +108,17 @@ var answerSchema = jsonstream.NewSchema(
 	jsonstream.Field{Path: "usage.output_tokens_details"},
 	jsonstream.Field{Path: "usage.output_tokens_details.reasoning_tokens"},
 	jsonstream.Field{Path: "usage.output_tokens_details.thinking_tokens"},
+	jsonstream.Field{Path: "usage.prompt_tokens_details"},
+	jsonstream.Field{Path: "usage.prompt_tokens_details.cached_tokens"},
+	jsonstream.Field{Path: "usage.prompt_cache_hit_tokens"},
+	jsonstream.Field{Path: "usage.input_tokens_details"},
+	jsonstream.Field{Path: "usage.input_tokens_details.cached_tokens"},
 	jsonstream.Field{Path: "usageMetadata"},
 	jsonstream.Field{Path: "usageMetadata.promptTokenCount"},
 	jsonstream.Field{Path: "usageMetadata.candidatesTokenCount"},
 	jsonstream.Field{Path: "usageMetadata.thoughtsTokenCount"},
 	jsonstream.Field{Path: "usageMetadata.toolUsePromptTokenCount"},
+	jsonstream.Field{Path: "usageMetadata.cachedContentTokenCount"},
 	jsonstream.Field{Path: "prompt_eval_count"},
 	jsonstream.Field{Path: "eval_count"},
 	jsonstream.Field{Path: "error", MaxString: maxErrorText},
@@ -111,14 +130,14 @@ var answerSchema = jsonstream.NewSchema(
 
 var space = []byte{' '}
 
-type jsonDecoder struct {
+type usageDecoder struct {
 	problems
 	s       *jsonstream.Scanner
 	stopped bool
 }
 
 // Decode implements Decoder.
-func (d *jsonDecoder) Decode(p []byte, emit func(Frame)) {
+func (d *usageDecoder) Decode(p []byte, emit func(Frame)) {
 	if d.stopped || len(p) == 0 {
 		return
 	}
@@ -128,7 +147,7 @@ func (d *jsonDecoder) Decode(p []byte, emit func(Frame)) {
 
 // Flush implements Decoder: it completes a top-level number and reports an
 // answer that ended before its end.
-func (d *jsonDecoder) Flush(emit func(Frame)) {
+func (d *usageDecoder) Flush(emit func(Frame)) {
 	if d.stopped {
 		return
 	}
@@ -142,7 +161,7 @@ func (d *jsonDecoder) Flush(emit func(Frame)) {
 
 // check emits the frame once the value is complete and reports a syntax
 // error; it reports whether decoding stopped.
-func (d *jsonDecoder) check(emit func(Frame)) bool {
+func (d *usageDecoder) check(emit func(Frame)) bool {
 	switch {
 	case d.s.Done():
 		d.stopped = true
@@ -154,13 +173,21 @@ func (d *jsonDecoder) check(emit func(Frame)) bool {
 	return d.stopped
 }
 
-func (d *jsonDecoder) frame() Frame {
+func (d *usageDecoder) frame() Frame {
 	v := d.s.Values
 	f := Frame{Done: true}
 	has := func(i int) bool { return v[i].IntOK }
 	get := func(i int) int {
 		if v[i].IntOK {
 			return v[i].Int
+		}
+		return 0
+	}
+	// cachedOf is a cached count that is part of the prompt count of the
+	// usage: not believed above it.
+	cachedOf := func(c, prompt int) int {
+		if c <= prompt {
+			return c
 		}
 		return 0
 	}
@@ -171,17 +198,32 @@ func (d *jsonDecoder) frame() Frame {
 		if r := f.ReasoningTokens; r > 0 && has(jTotalTokens) && get(jTotalTokens) == satAdd(satAdd(f.InputTokens, f.OutputTokens), r) {
 			f.OutputTokens = satAdd(f.OutputTokens, r) // xAI: reasoning beside completion_tokens
 		}
+		// OpenAI's cached_tokens and DeepSeek's prompt_cache_hit_tokens
+		// (DeepSeek sends both) are part of prompt_tokens.
+		f.CachedInputTokens = cachedOf(max(get(jPromptDetailsCached), get(jPromptCacheHit)), get(jPromptTokens))
 	case has(jInputTokens) || has(jOutputTokens) || has(jCacheCreation) || has(jCacheRead):
 		f.HasUsage = true
+		// The Responses API's input_tokens includes its cached tokens
+		// (input_tokens_details.cached_tokens); Anthropic's excludes both
+		// cache counts, which are then added: InputTokens is the whole
+		// prompt either way.
 		f.InputTokens = satAdd(satAdd(get(jInputTokens), get(jCacheCreation)), get(jCacheRead))
 		f.OutputTokens = get(jOutputTokens)
 		f.ReasoningTokens = max(get(jOutputReasoning), get(jOutputThinking))
+		if has(jCacheCreation) || has(jCacheRead) {
+			f.CachedInputTokens, f.CacheWriteInputTokens = get(jCacheRead), get(jCacheCreation)
+		} else {
+			f.CachedInputTokens = cachedOf(get(jInputDetailsCached), f.InputTokens)
+		}
 	case has(jPromptTokenCount) || has(jCandidatesTokenCount) || has(jThoughtsTokenCount) || has(jToolUsePromptTokenCount):
 		f.HasUsage = true
 		f.InputTokens = satAdd(get(jPromptTokenCount), get(jToolUsePromptTokenCount))
 		f.OutputTokens = satAdd(get(jCandidatesTokenCount), get(jThoughtsTokenCount))
 		f.ReasoningTokens = get(jThoughtsTokenCount)
+		f.CachedInputTokens = cachedOf(get(jCachedContentTokenCount), get(jPromptTokenCount))
 	case has(jPromptEvalCount) || has(jEvalCount):
+		// Ollama reports no cached count: prompt_eval_count is the prompt
+		// tokens it evaluated (a cached prompt prefix is left out).
 		f.HasUsage, f.InputTokens, f.OutputTokens = true, get(jPromptEvalCount), get(jEvalCount)
 	}
 	switch e := &v[jError]; e.Kind {
@@ -201,7 +243,7 @@ func (d *jsonDecoder) frame() Frame {
 }
 
 // text returns a captured string, or a captured integer in decimal.
-func (d *jsonDecoder) text(i int) string {
+func (d *usageDecoder) text(i int) string {
 	v := &d.s.Values[i]
 	switch {
 	case v.Kind == jsonstream.KindString:

@@ -2,10 +2,13 @@ package llmmetrics
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,7 +16,7 @@ import (
 
 // jsonFrames decodes pieces with a fresh JSON decoder and returns the frames.
 func jsonFrames(pieces ...[]byte) []Frame {
-	d := NewJSONDecoder()
+	d := NewUsageDecoder()
 	var out []Frame
 	emit := func(f Frame) { out = append(out, f) }
 	for _, p := range pieces {
@@ -29,21 +32,25 @@ func TestJSONDecoderFixtures(t *testing.T) {
 	tests := []struct {
 		file               string
 		in, out, reasoning int
+		cached, write      int    // CachedInputTokens, CacheWriteInputTokens (part of in)
 		errType, errCode   string // a *StreamError's, for error bodies
 	}{
-		{"json/openai_chat_completion.json", 1180, 275, 256, "", ""},
-		{"json/openai_completion.json", 5, 7, 0, "", ""},
-		{"json/openai_response.json", 40, 150, 128, "", ""},
-		{"json/openai_embeddings.json", 8, 0, 0, "", ""},
-		{"json/anthropic_message.json", 48 + 2051 + 0, 58, 41, "", ""},
-		{"json/gemini_generate_content.json", 2071, 25 + 306, 306, "", ""},
-		{"gemini/generate_content_function_call.json", 41, 7 + 412, 412, "", ""},
-		{"json/ollama_chat.json", 19, 9, 0, "", ""},
-		{"json/ollama_generate.json", 26, 11, 0, "", ""},
-		{"json/openai_error_429.json", 0, 0, 0, "tokens", "rate_limit_exceeded"},
-		{"json/anthropic_error_429.json", 0, 0, 0, "rate_limit_error", ""},
-		{"json/gemini_error_429.json", 0, 0, 0, "RESOURCE_EXHAUSTED", "429"},
-		{"json/openai_error_200.json", 0, 0, 0, "invalid_request_error", "model_not_found"},
+		{"json/openai_chat_completion.json", 1180, 275, 256, 1024, 0, "", ""},
+		{"json/openai_completion.json", 5, 7, 0, 0, 0, "", ""},
+		{"json/openai_response.json", 40, 150, 128, 0, 0, "", ""},
+		{"json/openai_embeddings.json", 8, 0, 0, 0, 0, "", ""},
+		{"json/anthropic_message.json", 48 + 2051 + 0, 58, 41, 0, 2051, "", ""},
+		{"json/gemini_generate_content.json", 2071, 25 + 306, 306, 2048, 0, "", ""},
+		{"gemini/generate_content_function_call.json", 41, 7 + 412, 412, 0, 0, "", ""},
+		{"json/openai_response_cached.json", 2006, 300, 0, 1920, 0, "", ""},
+		{"json/anthropic_message_cache_read.json", 21 + 0 + 188086, 393, 0, 188086, 0, "", ""},
+		{"json/deepseek_chat_completion.json", 1052, 5, 0, 1024, 0, "", ""},
+		{"json/ollama_chat.json", 19, 9, 0, 0, 0, "", ""},
+		{"json/ollama_generate.json", 26, 11, 0, 0, 0, "", ""},
+		{"json/openai_error_429.json", 0, 0, 0, 0, 0, "tokens", "rate_limit_exceeded"},
+		{"json/anthropic_error_429.json", 0, 0, 0, 0, 0, "rate_limit_error", ""},
+		{"json/gemini_error_429.json", 0, 0, 0, 0, 0, "RESOURCE_EXHAUSTED", "429"},
+		{"json/openai_error_200.json", 0, 0, 0, 0, 0, "invalid_request_error", "model_not_found"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
@@ -65,7 +72,8 @@ func TestJSONDecoderFixtures(t *testing.T) {
 				assert.False(t, f.HasUsage)
 			} else {
 				assert.NoError(t, f.Err)
-				assert.Equal(t, Frame{HasUsage: true, InputTokens: tc.in, OutputTokens: tc.out, ReasoningTokens: tc.reasoning, Done: true}, f)
+				assert.Equal(t, Frame{HasUsage: true, InputTokens: tc.in, OutputTokens: tc.out, ReasoningTokens: tc.reasoning,
+					CachedInputTokens: tc.cached, CacheWriteInputTokens: tc.write, Done: true}, f)
 			}
 			for cut := 0; cut <= len(data); cut++ {
 				require.Equal(t, whole, jsonFrames(data[:cut], data[cut:]), "split at byte %d", cut)
@@ -125,7 +133,7 @@ func TestJSONDecoderCases(t *testing.T) {
 			for _, err := range got {
 				assert.ErrorIs(t, err, ErrMalformedFrame)
 			}
-			d := NewJSONDecoder()
+			d := NewUsageDecoder()
 			d.Decode([]byte(tc.in), func(Frame) {})
 			d.Flush(func(Frame) {})
 			if tc.errs > 0 {
@@ -141,7 +149,7 @@ func TestJSONDecoderLongAnswerBoundedMemory(t *testing.T) {
 	// A 4 MiB answer is scanned with the decoder's fixed memory.
 	content := strings.Repeat("token ", 700_000)
 	body := []byte(`{"choices":[{"message":{"content":"` + content + `"}}],"usage":{"prompt_tokens":3,"completion_tokens":700000}}`)
-	d := NewJSONDecoder()
+	d := NewUsageDecoder()
 	var got []Frame
 	emit := func(f Frame) { got = append(got, f) }
 	allocs := testing.AllocsPerRun(1, func() {
@@ -156,7 +164,7 @@ func TestJSONDecoderLongAnswerBoundedMemory(t *testing.T) {
 func TestJSONDecoderDecodeAllocs(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "json", "openai_chat_completion.json"))
 	require.NoError(t, err)
-	d := NewJSONDecoder().(*jsonDecoder)
+	d := NewUsageDecoder().(*usageDecoder)
 	var f Frame
 	emit := func(fr Frame) { f = fr }
 	allocs := testing.AllocsPerRun(100, func() {
@@ -193,4 +201,69 @@ func FuzzJSONDecoder(f *testing.F) {
 		c := int(cut) % (len(data) + 1)
 		require.Equal(t, whole, jsonFrames(data[:c], data[c:]), "split at %d", c)
 	})
+}
+
+// Issue 18: read through NewReader, whole, split at every byte and one byte
+// at a time, every provider's cached-token shape reaches the Record:
+// CachedInputTokens and CacheWriteInputTokens, both part of InputTokens
+// (the whole prompt). The SSE streams of OpenAI chat, Responses, DeepSeek
+// and Anthropic are in TestReaderFixtures.
+func TestReaderCachedInputTokens(t *testing.T) {
+	usageDec := func() Decoder { return NewUsageDecoder() }
+	tests := []struct {
+		file               string
+		dec                func() Decoder
+		in, cached, writes int
+	}{
+		{"gemini/stream_cached.sse", gemini, 2071, 2048, 0},
+		{"json/openai_chat_completion.json", usageDec, 1180, 1024, 0},
+		{"json/openai_response_cached.json", usageDec, 2006, 1920, 0},
+		{"json/anthropic_message.json", usageDec, 48 + 2051, 0, 2051},
+		{"json/anthropic_message_cache_read.json", usageDec, 21 + 188086, 188086, 0},
+		{"json/gemini_generate_content.json", usageDec, 2071, 2048, 0},
+		{"json/deepseek_chat_completion.json", usageDec, 1052, 1024, 0},
+		{"json/ollama_chat.json", usageDec, 19, 0, 0}, // Ollama reports no cached count
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			errs := otelErrors(t)
+			data, err := os.ReadFile(filepath.Join("testdata", tc.file))
+			require.NoError(t, err)
+			tr, _ := newTestTracker(t)
+			read := func(r io.Reader) {
+				req := tr.Start(context.Background())
+				got, err := io.ReadAll(NewReader(req, r, tc.dec()))
+				require.NoError(t, err)
+				require.Equal(t, data, got)
+				rec := req.End(nil)
+				require.Equal(t, tc.in, rec.InputTokens, "input tokens: the whole prompt")
+				require.Equal(t, tc.cached, rec.CachedInputTokens)
+				require.Equal(t, tc.writes, rec.CacheWriteInputTokens)
+			}
+			read(bytes.NewReader(data))
+			for cut := 0; cut <= len(data); cut++ {
+				read(io.MultiReader(bytes.NewReader(data[:cut]), bytes.NewReader(data[cut:])))
+			}
+			read(iotest.OneByteReader(bytes.NewReader(data)))
+			assert.Empty(t, errs())
+		})
+	}
+}
+
+// The last usage wins, a revision to 0 cached tokens included; an
+// input-only frame does not clear what a usage said.
+func TestNoteFrameCachedLastUsageWins(t *testing.T) {
+	tr, _ := newTestTracker(t)
+	req := tr.Start(context.Background())
+	var streamErr error
+	noteFrame(req, Frame{HasInput: true, InputTokens: 100, CachedInputTokens: 60, CacheWriteInputTokens: 10}, &streamErr)
+	noteFrame(req, Frame{HasUsage: true, InputTokens: 100, OutputTokens: 5, CachedInputTokens: 80}, &streamErr)
+	rec := req.End(nil)
+	assert.Equal(t, 80, rec.CachedInputTokens)
+	assert.Zero(t, rec.CacheWriteInputTokens, "the usage said no cache write")
+
+	req = tr.Start(context.Background())
+	noteFrame(req, Frame{HasUsage: true, InputTokens: 100, OutputTokens: 5, CachedInputTokens: 80}, &streamErr)
+	noteFrame(req, Frame{HasInput: true, InputTokens: 100}, &streamErr)
+	assert.Equal(t, 80, req.End(nil).CachedInputTokens, "an input-only frame without counts keeps them")
 }

@@ -220,6 +220,8 @@ func (f *ollamaFacts) frame(line []byte) Frame {
 }
 
 // walkOllama reads the top-level object of a chat or generate line at i.
+// It keeps jsonscan's member loop written out (not Scanner.Members): it
+// runs on every line, with no scan cache.
 func walkOllama(j *jsonscan.Scanner, i int, f *ollamaFacts) (int, bool) {
 	i, more, ok := j.OpenObject(i, 0)
 	for ok && more {

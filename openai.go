@@ -21,10 +21,13 @@ import (
 //     part without "type" is read by the member it has, as Mistral's types
 //     make "type" optional); other parts (images, references), empty texts
 //     and an empty array carry nothing;
-//   - reasoning: reasoning_content (DeepSeek, xAI), reasoning (vLLM, Groq)
-//     and thinking parts are reasoning tokens (Frame.Reasoning when the chunk
-//     carries no answer token); content, refusal, tool calls and text parts
-//     are answer tokens;
+//   - reasoning: reasoning_content (DeepSeek, xAI), reasoning (vLLM, Groq),
+//     thinking parts and OpenRouter's reasoning_details (a detail of type
+//     reasoning.text with a non-empty text, or reasoning.summary with a
+//     non-empty summary; reasoning.encrypted carries opaque data and no
+//     token, see docs/decoders.md) are reasoning tokens (Frame.Reasoning
+//     when the chunk carries no answer token); content, refusal, tool calls
+//     and text parts are answer tokens;
 //   - legacy completions chunks: a choice with a non-empty text carries tokens;
 //   - usage (top-level "usage": {"prompt_tokens", "completion_tokens"}, or
 //     Groq's "x_groq": {"usage": …} when there is no top-level usage): HasUsage,
@@ -33,11 +36,20 @@ import (
 //     completion_tokens_details.reasoning_tokens; OpenAI, Azure, DeepSeek and
 //     OpenRouter count it inside completion_tokens, xAI outside, so it is
 //     added to OutputTokens exactly when total_tokens = prompt_tokens +
-//     completion_tokens + reasoning_tokens;
-//   - vLLM's continuous_usage_stats, where every chunk carries the cumulative
-//     usage: from the second chunk with both choices and usage on, Tokens is
-//     completion_tokens minus the previous chunk's completion_tokens, the exact
-//     count per chunk;
+//     completion_tokens + reasoning_tokens. CachedInputTokens is
+//     prompt_tokens_details.cached_tokens or DeepSeek's
+//     prompt_cache_hit_tokens (part of prompt_tokens; the Responses API's
+//     input_tokens_details.cached_tokens likewise);
+//   - usage on the chunks that carry content (vLLM's continuous_usage_stats,
+//     xAI, or a proxy that puts a placeholder usage with completion_tokens 0
+//     on every chunk): a chunk whose choices carry content always carries
+//     tokens, and a chunk whose choices carry none (a role-only or empty
+//     finish delta) never does, whatever its usage says; the usage only sets
+//     N (HasUsage). From the second chunk with both choices and usage on, a
+//     chunk that carries content counts the growth of completion_tokens
+//     beyond the tokens of the frames before it when that is more than 1 per
+//     carrying choice, so vLLM's growing counts give the exact count per
+//     chunk and a placeholder 0 gives 1;
 //   - the Responses API event stream: every "response.*.delta" event with a
 //     non-empty delta string (response.output_text.delta,
 //     response.refusal.delta, response.function_call_arguments.delta, …)
@@ -68,9 +80,10 @@ type openAIInterp struct {
 	j     jsonscan.Scanner
 	cache jsonscan.Cache[openAIFacts]
 	// continuous is set once a chunk carried both choices and usage
-	// (vLLM continuous_usage_stats); prevOut is the last completion_tokens.
+	// (vLLM continuous_usage_stats); emitted is the sum of the Tokens of
+	// the chat frames so far.
 	continuous bool
-	prevOut    int
+	emitted    int
 }
 
 func (o *openAIInterp) interpret(_, data []byte) (Frame, error) {
@@ -98,7 +111,7 @@ func (o *openAIInterp) frame(f *openAIFacts, data []byte) (Frame, error) {
 		}
 	case oaiRespCompleted, oaiRespIncomplete, oaiRespFailed:
 		fr.Done = f.typ != oaiRespFailed
-		fr.HasUsage, fr.InputTokens, fr.OutputTokens, fr.ReasoningTokens = respUsage(&f.respUsage)
+		respUsage(&f.respUsage).set(&fr)
 	case oaiError, oaiRespOther:
 	default:
 		o.chunk(f, &fr)
@@ -123,49 +136,79 @@ func (o *openAIInterp) chunk(f *openAIFacts, fr *Frame) {
 	if !u.Has[usIn] && !u.Has[usOut] {
 		u = &f.groqUsage
 	}
-	fr.HasUsage, fr.InputTokens, fr.OutputTokens, fr.ReasoningTokens = chatUsage(u)
-	if fr.HasUsage {
-		if f.choices > 0 {
-			if o.continuous {
-				fr.Tokens = max(0, fr.OutputTokens-o.prevOut)
-			}
-			o.continuous = true
+	chatUsage(u).set(fr)
+	if fr.HasUsage && f.choices > 0 {
+		// Only a chunk that carries content carries tokens (never one
+		// without: a finish chunk's usage is not a chunk of its own), and
+		// it carries at least one per carrying choice: a count that did
+		// not grow (a placeholder 0) takes nothing away.
+		if o.continuous && f.carrying > 0 {
+			fr.Tokens = max(f.carrying, fr.OutputTokens-o.emitted)
 		}
-		o.prevOut = fr.OutputTokens
+		o.continuous = true
 	}
-	fr.Reasoning = fr.Tokens > 0 && f.carrying > 0 && f.answering == 0
+	o.emitted = satAdd(o.emitted, fr.Tokens)
+	fr.Reasoning = fr.Tokens > 0 && f.answering == 0
 }
 
-// The counts of an OpenAI usage object, by index (oaiChatUsage,
-// oaiRespUsage): input, output, total, and the reasoning count of the
-// details object.
+// The top-level counts of an OpenAI usage object, by index (oaiChatUsage,
+// oaiRespUsage): input, output, total, and DeepSeek's cache hits; the
+// reasoning and cached counts of the details objects are at usReasoning and
+// usCached.
 const (
 	usIn = iota
 	usOut
 	usTotal
-	usReasoning
+	usCacheHit
 )
 
 // The usage objects: chat completions' top-level "usage" (also Groq's
-// x_groq.usage) and the Responses API's "response.usage".
+// x_groq.usage) and the Responses API's "response.usage". The cached input
+// count is prompt_tokens_details.cached_tokens (OpenAI chat completions,
+// openai-go CompletionUsagePromptTokensDetails; also xAI, OpenRouter, vLLM
+// with --enable-prompt-tokens-details), DeepSeek's prompt_cache_hit_tokens
+// (api-docs.deepseek.com/api/create-chat-completion: both part of
+// prompt_tokens), and the Responses API's input_tokens_details.cached_tokens
+// (openai-go ResponseUsageInputTokensDetails).
 var (
 	oaiChatUsage = usageShape{
-		names:     []string{usIn: "prompt_tokens", usOut: "completion_tokens", usTotal: "total_tokens"},
-		details:   "completion_tokens_details",
-		reasoning: []string{"reasoning_tokens"},
+		names:      []string{usIn: "prompt_tokens", usOut: "completion_tokens", usTotal: "total_tokens", usCacheHit: "prompt_cache_hit_tokens"},
+		outDetails: "completion_tokens_details",
+		reasoning:  []string{"reasoning_tokens"},
+		inDetails:  "prompt_tokens_details",
+		cached:     []string{"cached_tokens"},
 	}
 	oaiRespUsage = usageShape{
-		names:     []string{usIn: "input_tokens", usOut: "output_tokens", usTotal: "total_tokens"},
-		details:   "output_tokens_details",
-		reasoning: []string{"reasoning_tokens"},
+		names:      []string{usIn: "input_tokens", usOut: "output_tokens", usTotal: "total_tokens"},
+		outDetails: "output_tokens_details",
+		reasoning:  []string{"reasoning_tokens"},
+		inDetails:  "input_tokens_details",
+		cached:     []string{"cached_tokens"},
 	}
 )
 
+// usage is what a usage object says, in Frame's terms.
+type usage struct {
+	has                        bool
+	in, out, reasoning, cached int
+}
+
+// set puts u into fr's usage fields.
+func (u usage) set(fr *Frame) {
+	fr.HasUsage, fr.InputTokens, fr.OutputTokens = u.has, u.in, u.out
+	fr.ReasoningTokens, fr.CachedInputTokens = u.reasoning, u.cached
+}
+
 // respUsage reads a Responses usage object: whether it has an input or
 // output count, and the counts (0 when absent). output_tokens includes the
-// reasoning tokens.
-func respUsage(u *jsonscan.Ints) (has bool, in, out, reasoning int) {
-	return u.Has[usIn] || u.Has[usOut], u.Get(usIn), u.Get(usOut), u.Get(usReasoning)
+// reasoning tokens, input_tokens the cached ones. A cached count (either
+// name: DeepSeek sends both) above the input count is not believed.
+func respUsage(u *jsonscan.Ints) usage {
+	r := usage{has: u.Has[usIn] || u.Has[usOut], in: u.Get(usIn), out: u.Get(usOut), reasoning: u.Get(usReasoning)}
+	if c := max(u.Get(usCached), u.Get(usCacheHit)); c <= r.in {
+		r.cached = c
+	}
+	return r
 }
 
 // chatUsage reads a chat completions usage object like respUsage. Most
@@ -173,12 +216,12 @@ func respUsage(u *jsonscan.Ints) (has bool, in, out, reasoning int) {
 // (total_tokens = prompt + completion + reasoning: UKGovernmentBEIS/inspect_ai
 // issue 5528, a recorded grok-3-mini usage 10 + 1328 + 307 = 1645), so the
 // reasoning count is added to the output exactly when the total says so.
-func chatUsage(u *jsonscan.Ints) (has bool, in, out, reasoning int) {
-	has, in, out, reasoning = respUsage(u)
-	if reasoning > 0 && u.Has[usTotal] && u.Get(usTotal) == satAdd(satAdd(in, out), reasoning) {
-		out = satAdd(out, reasoning)
+func chatUsage(u *jsonscan.Ints) usage {
+	r := respUsage(u)
+	if r.reasoning > 0 && u.Has[usTotal] && u.Get(usTotal) == satAdd(satAdd(r.in, r.out), r.reasoning) {
+		r.out = satAdd(r.out, r.reasoning)
 	}
-	return has, in, out, reasoning
+	return r
 }
 
 // oaiKind classifies the top-level "type" of an event (Responses API).
@@ -236,74 +279,52 @@ type openAIFacts struct {
 
 // walkOpenAI reads the top-level object of an OpenAI event at i.
 func walkOpenAI(j *jsonscan.Scanner, i int, f *openAIFacts) (int, bool) {
-	i, more, ok := j.OpenObject(i, 0)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	return j.Members(i, 0, func(k []byte, i int) (next int, ok bool) {
 		switch string(k) {
 		case "choices":
-			i, ok = walkChoices(j, i, 1, f)
+			return walkChoices(j, i, 1, f)
 		case "usage":
-			i, ok = walkUsage(j, i, 1, &oaiChatUsage, &f.usage)
+			return walkUsage(j, i, 1, &oaiChatUsage, &f.usage)
 		case "x_groq":
-			i, ok = walkXGroq(j, i, 1, f)
+			return walkXGroq(j, i, 1, f)
 		case "error":
 			f.err = j.At(i) != 'n'
-			i, ok = j.Skip(i, 1)
 		case "type":
 			var t []byte
 			var isStr bool
-			i, t, isStr, ok = j.StringValue(i, 1)
+			next, t, isStr, ok = j.StringValue(i, 1)
 			f.typ = oaiNone
 			if isStr {
 				f.typ = classifyOpenAI(t)
 			}
+			return next, ok
 		case "delta":
-			i, f.deltaStr, ok = j.NonEmptyString(i, 1)
+			next, f.deltaStr, ok = j.NonEmptyString(i, 1)
+			return next, ok
 		case "response":
-			i, ok = walkUsageHolder(j, i, 1, &oaiRespUsage, &f.respUsage)
-		default:
-			i, ok = j.Skip(i, 1)
+			return walkUsageHolder(j, i, 1, &oaiRespUsage, &f.respUsage)
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, ok
+		return j.Skip(i, 1)
+	})
 }
 
 // walkXGroq reads Groq's "x_groq" object (groq-python XGroq: id, usage,
 // error "indicating why a stream was stopped early", …) at i.
 func walkXGroq(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) {
 	f.groqUsage, f.groqErr = jsonscan.Ints{}, false
-	if j.At(i) != '{' {
-		return j.Skip(i, depth)
-	}
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
 		switch string(k) {
 		case "usage":
-			i, ok = walkUsage(j, i, depth+1, &oaiChatUsage, &f.groqUsage)
+			return walkUsage(j, i, depth+1, &oaiChatUsage, &f.groqUsage)
 		case "error":
 			// Not NonEmptyString: the hot string (jsonscan.Cache) stays the
 			// delta text of the chunk.
-			var t []byte
-			i, t, f.groqErr, ok = j.StringValue(i, depth+1)
-			f.groqErr = f.groqErr && len(t) > 0
-		default:
-			i, ok = j.Skip(i, depth+1)
+			next, t, isStr, ok := j.StringValue(i, depth+1)
+			f.groqErr = isStr && len(t) > 0
+			return next, ok
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, ok
+		return j.Skip(i, depth+1)
+	})
 }
 
 // walkChoices reads the "choices" value at i into f.choices, f.carrying and
@@ -340,30 +361,21 @@ func walkChoices(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) 
 func walkChoice(j *jsonscan.Scanner, i, depth int) (next int, answer, reasoning, ok bool) {
 	var delta uint8
 	var text bool
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	next, ok = j.Members(i, depth, func(k []byte, i int) (next int, ok bool) {
 		switch string(k) {
 		case "delta":
 			delta = 0
 			if j.At(i) == '{' {
-				i, delta, ok = walkChatDelta(j, i, depth+1)
-			} else {
-				i, ok = j.Skip(i, depth+1)
+				next, delta, ok = walkChatDelta(j, i, depth+1)
+				return next, ok
 			}
 		case "text":
-			i, text, ok = j.NonEmptyString(i, depth+1)
-		default:
-			i, ok = j.Skip(i, depth+1)
+			next, text, ok = j.NonEmptyString(i, depth+1)
+			return next, ok
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, text || delta&answerBits != 0, delta&reasoningBits != 0, ok
+		return j.Skip(i, depth+1)
+	})
+	return next, text || delta&answerBits != 0, delta&reasoningBits != 0, ok
 }
 
 // Chat delta members that carry output, one bit each (the last member of a
@@ -374,21 +386,17 @@ const (
 	bitReasoningContent
 	bitReasoning
 	bitRefusal
-	bitToolCalls    // non-empty array
-	bitFunctionCall // non-empty object
+	bitToolCalls        // non-empty array
+	bitFunctionCall     // non-empty object
+	bitReasoningDetails // an array with a reasoning.text or reasoning.summary text
 
 	answerBits    = bitContent | bitRefusal | bitToolCalls | bitFunctionCall
-	reasoningBits = bitContentThinking | bitReasoningContent | bitReasoning
+	reasoningBits = bitContentThinking | bitReasoningContent | bitReasoning | bitReasoningDetails
 )
 
 // walkChatDelta reads a chat delta object at i: which members carry output?
 func walkChatDelta(j *jsonscan.Scanner, i, depth int) (next int, bits uint8, ok bool) {
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	next, ok = j.Members(i, depth, func(k []byte, i int) (next int, ok bool) {
 		var mask, set uint8
 		var yes bool
 		switch string(k) {
@@ -396,7 +404,7 @@ func walkChatDelta(j *jsonscan.Scanner, i, depth int) (next int, bits uint8, ok 
 			mask = bitContent | bitContentThinking
 			if j.At(i) == '[' {
 				var answer, reasoning bool
-				i, answer, reasoning, ok = walkContentParts(j, i, depth+1)
+				next, answer, reasoning, ok = walkContentParts(j, i, depth+1)
 				if answer {
 					set |= bitContent
 				}
@@ -404,38 +412,40 @@ func walkChatDelta(j *jsonscan.Scanner, i, depth int) (next int, bits uint8, ok 
 					set |= bitContentThinking
 				}
 			} else {
-				i, yes, ok = j.NonEmptyString(i, depth+1)
-				if yes {
-					set = bitContent
-				}
+				next, yes, ok = j.NonEmptyString(i, depth+1)
 			}
 		case "reasoning_content":
 			mask = bitReasoningContent
-			i, yes, ok = j.NonEmptyString(i, depth+1)
+			next, yes, ok = j.NonEmptyString(i, depth+1)
 		case "reasoning":
 			mask = bitReasoning
-			i, yes, ok = j.NonEmptyString(i, depth+1)
+			next, yes, ok = j.NonEmptyString(i, depth+1)
 		case "refusal":
 			mask = bitRefusal
-			i, yes, ok = j.NonEmptyString(i, depth+1)
+			next, yes, ok = j.NonEmptyString(i, depth+1)
 		case "tool_calls":
 			mask = bitToolCalls
-			i, yes, ok = j.NonEmptyArray(i, depth+1)
+			next, yes, ok = j.NonEmptyArray(i, depth+1)
 		case "function_call":
 			mask = bitFunctionCall
-			i, yes, ok = j.NonEmptyObject(i, depth+1)
+			next, yes, ok = j.NonEmptyObject(i, depth+1)
+		case "reasoning_details":
+			mask = bitReasoningDetails
+			if j.At(i) == '[' {
+				next, yes, ok = walkReasoningDetails(j, i, depth+1)
+			} else {
+				next, ok = j.Skip(i, depth+1)
+			}
 		default:
-			i, ok = j.Skip(i, depth+1)
+			return j.Skip(i, depth+1)
 		}
 		if yes {
-			set = mask
+			set = mask &^ bitContentThinking // a content string is answer text
 		}
 		bits = bits&^mask | set
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
-	return i, bits, ok
+		return next, ok
+	})
+	return next, bits, ok
 }
 
 // partKind classifies the "type" of a typed content part.
@@ -489,40 +499,32 @@ func walkContentParts(j *jsonscan.Scanner, i, depth int) (next int, answer, reas
 func walkContentPart(j *jsonscan.Scanner, i, depth int, inner bool) (next int, answer, reasoning, ok bool) {
 	typ := partUntyped
 	var text, thinking bool
-	i, more, ok := j.OpenObject(i, depth)
-	for ok && more {
-		var k []byte
-		if k, i, ok = j.Key(i); !ok {
-			break
-		}
+	next, ok = j.Members(i, depth, func(k []byte, i int) (next int, ok bool) {
 		switch {
 		case string(k) == "type":
 			var t []byte
 			var isStr bool
-			i, t, isStr, ok = j.StringValue(i, depth+1)
+			next, t, isStr, ok = j.StringValue(i, depth+1)
 			typ = partUntyped
 			if isStr {
 				typ = classifyPart(t)
 			}
+			return next, ok
 		case string(k) == "text":
-			i, text, ok = j.NonEmptyString(i, depth+1)
+			next, text, ok = j.NonEmptyString(i, depth+1)
+			return next, ok
 		case string(k) == "thinking" && !inner:
 			thinking = false
 			if j.At(i) == '[' {
-				i, thinking, ok = walkThinkingParts(j, i, depth+1)
-			} else {
-				i, ok = j.Skip(i, depth+1)
+				next, thinking, ok = walkThinkingParts(j, i, depth+1)
+				return next, ok
 			}
-		default:
-			i, ok = j.Skip(i, depth+1)
 		}
-		if ok {
-			i, more, ok = j.NextMember(i)
-		}
-	}
+		return j.Skip(i, depth+1)
+	})
 	answer = text && (typ == partText || typ == partUntyped)
 	reasoning = thinking && (typ == partThinking || typ == partUntyped)
-	return i, answer, reasoning, ok
+	return next, answer, reasoning, ok
 }
 
 // walkThinkingParts reads a ThinkChunk's "thinking" array at i: does one of
@@ -542,4 +544,70 @@ func walkThinkingParts(j *jsonscan.Scanner, i, depth int) (next int, carries, ok
 		}
 	}
 	return i, carries, ok
+}
+
+// detailKind classifies the "type" of an OpenRouter reasoning detail.
+type detailKind uint8
+
+const (
+	detailOther   detailKind = iota // reasoning.encrypted, an unknown or missing type
+	detailText                      // "reasoning.text"
+	detailSummary                   // "reasoning.summary"
+)
+
+// walkReasoningDetails reads OpenRouter's delta.reasoning_details array at
+// i: does one of its details carry visible reasoning text? A
+// {"type": "reasoning.text", "text"} detail with a non-empty text does, as
+// a {"type": "reasoning.summary", "summary"} with a non-empty summary; a
+// {"type": "reasoning.encrypted", "data"} detail does not (opaque data, like
+// Anthropic's signature_delta and Gemini's bare thoughtSignature), nor a
+// reasoning.text that holds only its "signature" (OpenRouter's reasoning
+// tokens guide, https://openrouter.ai/docs/guides/best-practices/reasoning-tokens;
+// the schemas of @openrouter/ai-sdk-provider src/schemas/reasoning-details.ts).
+func walkReasoningDetails(j *jsonscan.Scanner, i, depth int) (next int, carries, ok bool) {
+	i, more, ok := j.OpenArray(i, depth)
+	for ok && more {
+		if j.At(i) == '{' {
+			var c bool
+			i, c, ok = walkReasoningDetail(j, i, depth+1)
+			carries = carries || c
+		} else {
+			i, ok = j.Skip(i, depth+1)
+		}
+		if ok {
+			i, more, ok = j.NextElement(i)
+		}
+	}
+	return i, carries, ok
+}
+
+// walkReasoningDetail reads one reasoning detail object at i.
+func walkReasoningDetail(j *jsonscan.Scanner, i, depth int) (next int, carries, ok bool) {
+	kind := detailOther
+	var text, summary bool
+	next, ok = j.Members(i, depth, func(k []byte, i int) (next int, ok bool) {
+		switch string(k) {
+		case "type":
+			var t []byte
+			var isStr bool
+			next, t, isStr, ok = j.StringValue(i, depth+1)
+			kind = detailOther
+			switch {
+			case !isStr:
+			case string(t) == "reasoning.text":
+				kind = detailText
+			case string(t) == "reasoning.summary":
+				kind = detailSummary
+			}
+			return next, ok
+		case "text":
+			next, text, ok = j.NonEmptyString(i, depth+1)
+			return next, ok
+		case "summary":
+			next, summary, ok = j.NonEmptyString(i, depth+1)
+			return next, ok
+		}
+		return j.Skip(i, depth+1)
+	})
+	return next, kind == detailText && text || kind == detailSummary && summary, ok
 }

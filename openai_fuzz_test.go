@@ -82,6 +82,18 @@ func refChoice(c map[string]any) (answer, reasoning bool) {
 	if nonEmpty(d, "reasoning_content") || nonEmpty(d, "reasoning") {
 		reasoning = true
 	}
+	if details, ok := d["reasoning_details"].([]any); ok {
+		for _, v := range details {
+			if dm, ok := v.(map[string]any); ok {
+				switch typ, _ := dm["type"].(string); typ {
+				case "reasoning.text":
+					reasoning = reasoning || nonEmpty(dm, "text")
+				case "reasoning.summary":
+					reasoning = reasoning || nonEmpty(dm, "summary")
+				}
+			}
+		}
+	}
 	return answer, reasoning
 }
 
@@ -137,6 +149,8 @@ func FuzzOpenAIFacts(f *testing.F) {
 		`{"choices":[{"delta":{"tool_calls":[{}],"function_call":{}}},{"text":"\ud83d\ude00"}]}`,
 		`{"choices":[{"delta":{"content":[{"type":"thinking","thinking":[{"text":"a"},{"type":"reference","reference_ids":[1]}]},{"text":""},7]}}]}`,
 		`{"choices":[{"delta":{"content":[{"thinking":[{"type":"text","text":"a","thinking":[{"text":"b"}]}],"type":null}],"content":[]}}]}`,
+		`{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.encrypted","data":"x","text":"y"},{"summary":"a","type":"reasoning.summary","summary":""},{"type":"reasoning.text","text":"b"}]}}]}`,
+		`{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.\u0074ext","text":"b"}],"reasoning_details":null}}]}`,
 		`{"x_groq":{"usage":{"prompt_tokens":3,"completion_tokens":4,"completion_tokens_details":{"reasoning_tokens":5}},"error":"stopped"}}`,
 	} {
 		f.Add([]byte(s))

@@ -1,8 +1,12 @@
 package llmmetrics
 
 import (
+	"context"
+	"io"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -41,6 +45,16 @@ func TestOpenAIDecoderFrames(t *testing.T) {
 		{"content parts: type after the text", chunk(`{"choices":[{"delta":{"content":[{"thinking":[{"text":"a","type":"text"}],"type":"thinking"}]}}]}`), []frameView{{Tokens: 1, Reasoning: true}}},
 		{"content parts: the last content member wins", chunk(`{"choices":[{"delta":{"content":[{"type":"text","text":"a"}],"content":[]}}]}`), []frameView{{}}},
 		{"content parts: a later string replaces thinking parts", chunk(`{"choices":[{"delta":{"content":[{"type":"thinking","thinking":[{"text":"a"}]}],"content":"b"}}]}`), []frameView{{Tokens: 1}}},
+		{"reasoning_details: reasoning.text", chunk(`{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.text","text":"so","format":"anthropic-claude-v1","index":0}]}}]}`), []frameView{{Tokens: 1, Reasoning: true}}},
+		{"reasoning_details: reasoning.summary", chunk(`{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.summary","summary":"**Plan","format":"openai-responses-v1","index":0}]}}]}`), []frameView{{Tokens: 1, Reasoning: true}}},
+		{"reasoning_details: reasoning.encrypted carries nothing", chunk(`{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.encrypted","data":"gAAAAABo"}]}}]}`), []frameView{{}}},
+		{"reasoning_details: a signature alone carries nothing", chunk(`{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.text","signature":"EqcD","index":0}]}}]}`), []frameView{{}}},
+		{"reasoning_details: empty text and empty array carry nothing", chunk(`{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.text","text":""}]}}]}`) + chunk(`{"choices":[{"delta":{"reasoning_details":[]}}]}`), []frameView{{}, {}}},
+		{"reasoning_details: summary text under the text type carries nothing", chunk(`{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.text","summary":"x"}]}}]}`), []frameView{{}}},
+		{"reasoning_details: untyped detail carries nothing", chunk(`{"choices":[{"delta":{"reasoning_details":[{"text":"x"}]}}]}`), []frameView{{}}},
+		{"reasoning_details: type after the text, encrypted then text", chunk(`{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.encrypted","data":"x"},{"text":"a","type":"reasoning.text"}]}}]}`), []frameView{{Tokens: 1, Reasoning: true}}},
+		{"reasoning_details beside content is an answer chunk", chunk(`{"choices":[{"delta":{"content":"4","reasoning_details":[{"type":"reasoning.text","text":"so"}]}}]}`), []frameView{{Tokens: 1}}},
+		{"reasoning_details not an array", chunk(`{"choices":[{"delta":{"reasoning_details":{"type":"reasoning.text","text":"so"}}}]}`), []frameView{{}}},
 		{"refusal", chunk(`{"choices":[{"delta":{"refusal":"I can't"}}]}`), []frameView{{Tokens: 1}}},
 		{"tool_calls", chunk(`{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]}`), []frameView{{Tokens: 1}}},
 		{"empty tool_calls", chunk(`{"choices":[{"delta":{"tool_calls":[]}}]}`), []frameView{{}}},
@@ -63,6 +77,26 @@ func TestOpenAIDecoderFrames(t *testing.T) {
 				chunk(`{"choices":[{"delta":{"content":"c"}}],"usage":{"prompt_tokens":5,"completion_tokens":3}}`) +
 				chunk(`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":3}}`),
 			[]frameView{{HasUsage: true, In: 5}, {Tokens: 2, HasUsage: true, In: 5, Out: 2}, {Tokens: 1, HasUsage: true, In: 5, Out: 3}, {HasUsage: true, In: 5, Out: 3}}},
+		{"placeholder usage: content chunks carry, the usage-only chunk does not",
+			chunk(`{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[{"delta":{"content":"b"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[{"delta":{"content":"c"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9}}`),
+			[]frameView{{Tokens: 1, HasUsage: true, In: 5}, {Tokens: 1, HasUsage: true, In: 5}, {Tokens: 1, HasUsage: true, In: 5}, {HasUsage: true, In: 5, Out: 9}}},
+		{"placeholder usage: an empty finish delta with the real usage carries nothing",
+			chunk(`{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[{"delta":{"content":"b"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[{"delta":{"content":""},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":9}}`),
+			[]frameView{{Tokens: 1, HasUsage: true, In: 5}, {Tokens: 1, HasUsage: true, In: 5}, {HasUsage: true, In: 5, Out: 9}}},
+		{"placeholder usage: the last content chunk with the real usage takes what the others did not",
+			chunk(`{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[{"delta":{"content":"b"}}],"usage":{"prompt_tokens":5,"completion_tokens":0}}`) +
+				chunk(`{"choices":[{"delta":{"content":"c"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":9}}`),
+			[]frameView{{Tokens: 1, HasUsage: true, In: 5}, {Tokens: 1, HasUsage: true, In: 5}, {Tokens: 7, HasUsage: true, In: 5, Out: 9}}},
+		{"continuous usage: a count that grows on a chunk without content is no token",
+			chunk(`{"choices":[{"delta":{"content":"a"}}],"usage":{"prompt_tokens":5,"completion_tokens":1}}`) +
+				chunk(`{"choices":[{"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3}}`),
+			[]frameView{{Tokens: 1, HasUsage: true, In: 5, Out: 1}, {HasUsage: true, In: 5, Out: 3}}},
 		{"[DONE]", "data: [DONE]\n\n", []frameView{{Done: true}}},
 		{"error object", chunk(`{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`),
 			[]frameView{{Err: "llmmetrics: stream error (requests, code rate_limit_exceeded): Rate limit reached", streamErrType: "requests"}}},
@@ -105,6 +139,16 @@ func TestOpenAIDecoderFrames(t *testing.T) {
 			[]frameView{{HasUsage: true, In: 19, Out: 163, ReasoningOut: 157}}},
 		{"reasoning tokens without a total are taken as inside", chunk(`{"choices":[],"usage":{"prompt_tokens":19,"completion_tokens":6,"completion_tokens_details":{"reasoning_tokens":157}}}`),
 			[]frameView{{HasUsage: true, In: 19, Out: 6, ReasoningOut: 157}}},
+		{"cached tokens (prompt_tokens_details)", chunk(`{"choices":[],"usage":{"prompt_tokens":2006,"completion_tokens":300,"prompt_tokens_details":{"cached_tokens":1920}}}`),
+			[]frameView{{HasUsage: true, In: 2006, Out: 300, Cached: 1920}}},
+		{"DeepSeek prompt_cache_hit_tokens", chunk(`{"choices":[],"usage":{"prompt_tokens":1052,"completion_tokens":5,"prompt_cache_hit_tokens":1024,"prompt_cache_miss_tokens":28}}`),
+			[]frameView{{HasUsage: true, In: 1052, Out: 5, Cached: 1024}}},
+		{"a cached count above the prompt is not believed", chunk(`{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":11}}}`),
+			[]frameView{{HasUsage: true, In: 10, Out: 5}}},
+		{"cached tokens null", chunk(`{"choices":[],"usage":{"prompt_tokens":10,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":null}}}`),
+			[]frameView{{HasUsage: true, In: 10, Out: 5}}},
+		{"responses completed with cached tokens", chunk(`{"type":"response.completed","response":{"usage":{"input_tokens":2006,"input_tokens_details":{"cached_tokens":1920},"output_tokens":300}}}`),
+			[]frameView{{Done: true, HasUsage: true, In: 2006, Out: 300, Cached: 1920}}},
 		{"details null", chunk(`{"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"completion_tokens_details":null}}`),
 			[]frameView{{HasUsage: true, In: 1, Out: 2}}},
 		{"Groq x_groq usage", chunk(`{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"x_groq":{"id":"req_1","usage":{"queue_time":0.04,"prompt_tokens":36,"prompt_time":0.004,"completion_tokens":8,"completion_time":0.03,"total_tokens":44,"total_time":0.03}}}`),
@@ -138,6 +182,7 @@ func TestOpenAIDecodeContentEventAllocs(t *testing.T) {
 		"text part":             []byte(`data: {"id":"7c1f","choices":[{"index":0,"delta":{"content":[{"type":"text","text":"17 × 23"}]},"finish_reason":null}]}` + "\n\n"),
 		"reasoning_content":     []byte(`data: {"id":"8f7e","choices":[{"index":0,"delta":{"reasoning_content":", 2+2","role":"assistant"}}],"usage":null}` + "\n\n"),
 		"xai usage every chunk": []byte(`data: {"id":"x","choices":[{"index":0,"delta":{"content":"Hi","role":"assistant"}}],"usage":{"prompt_tokens":38,"completion_tokens":3,"total_tokens":41,"completion_tokens_details":{"reasoning_tokens":0}}}` + "\n\n"),
+		"reasoning_details":     []byte(`data: {"id":"gen-1758886222-GCs7FInUrjLNXlZuOEsF","provider":"Google","model":"anthropic/claude-sonnet-4","object":"chat.completion.chunk","created":1758886222,"choices":[{"index":0,"delta":{"role":"assistant","content":"","reasoning_details":[{"type":"reasoning.text","text":" access","format":"anthropic-claude-v1","index":0}]},"finish_reason":null}]}` + "\n\n"),
 		"responses reasoning":   []byte(`data: {"type":"response.reasoning_summary_text.delta","sequence_number":4,"item_id":"rs_1","output_index":0,"summary_index":0,"delta":"**Checking**","obfuscation":"a1B2c3"}` + "\n\n"),
 	}
 	for name, ev := range events {
@@ -193,6 +238,64 @@ func TestScanCache(t *testing.T) {
 				assert.Empty(t, errs())
 			}
 			assert.Equal(t, tt.hits, hits)
+		})
+	}
+}
+
+// Issue 17 item 4: a proxy puts a placeholder usage (completion_tokens 0) on
+// every content chunk and the real usage at the end. Ten content chunks
+// 10 ms apart are ten chunks, whatever the usage says: TTFT 10 ms, E2EL
+// 100 ms (the last content chunk), TPOT 90 ms / (31 − 1) = 3 ms, N = 31.
+// Before the fix the first variant gave 1 chunk, TPOT 0 and E2EL 10 ms, the
+// second a phantom 11th chunk at 110 ms.
+func TestOpenAIPlaceholderUsageTiming(t *testing.T) {
+	for _, file := range []string{"placeholder_usage_usage_chunk.sse", "placeholder_usage_empty_finish.sse"} {
+		t.Run(file, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				data := readFixture(t, file)
+				ends := eventEnds(data)
+				require.Len(t, ends, 12, "10 content chunks, the real usage, [DONE]")
+				// Event k arrives (k+1)·10 ms after Start (the header comments
+				// come with the first).
+				var pieces []piece
+				prev := 0
+				for _, e := range ends {
+					pieces = append(pieces, piece{10 * time.Millisecond, string(data[prev:e])})
+					prev = e
+				}
+				tr, _ := newTestTracker(t)
+				start := time.Now()
+				req := tr.Start(context.Background())
+				rc := NewReader(req, &timedBody{pieces: pieces}, NewOpenAIDecoder())
+				var got []byte
+				buf := make([]byte, 1<<16) // one Read per piece: a piece's delay is taken once
+				for {
+					n, err := rc.Read(buf)
+					got = append(got, buf[:n]...)
+					if err == io.EOF {
+						break
+					}
+					require.NoError(t, err)
+				}
+				assert.Equal(t, data, got, "bytes out == bytes in")
+				rec := req.End(nil)
+
+				assert.Equal(t, 10, rec.Chunks)
+				assert.Equal(t, 31, rec.OutputTokens)
+				assert.Equal(t, 12, rec.InputTokens)
+				assert.Equal(t, start.Add(120*time.Millisecond), rec.End)
+				ttft, ok := rec.TTFT()
+				require.True(t, ok)
+				assert.Equal(t, 10*time.Millisecond, ttft)
+				e2el, ok := rec.E2EL()
+				require.True(t, ok)
+				assert.Equal(t, 100*time.Millisecond, e2el)
+				tpot, ok := rec.TPOT()
+				require.True(t, ok)
+				assert.Equal(t, 3*time.Millisecond, tpot)
+				assert.Equal(t, 10*time.Millisecond, rec.MaxITL)
+				assert.Len(t, rec.ITL, 9)
+			})
 		})
 	}
 }

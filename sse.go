@@ -33,6 +33,8 @@ type sseDecoder struct {
 	bomN    int    // bytes of a leading BOM matched so far
 	bomDone bool   // the start of the stream has been checked for a BOM
 	stopped bool   // a frame was too large, or Flush was called
+
+	obj bareObject // a bare JSON object spread over several lines (bare != nil)
 }
 
 // interpreter interprets the events of one SSE stream: a built-in
@@ -47,18 +49,73 @@ type interpreter interface {
 
 // bareLineInterpreter is implemented by an interpreter whose protocol puts
 // JSON objects on lines outside the SSE grammar. Gemini does: after HTTP 200
-// it reports a mid-stream error as a bare line {"error": {...}} with no
-// "data:" field (googleapis/go-genai api_client.go iterateResponseStream,
-// which parses every non-"data" line as such an error). The SSE grammar reads
-// that line as a field named `{"error"` and ignores it, so the SSE framing
-// hands a line that starts with '{' to such an interpreter instead. The line
-// is reported at once, as its own frame (an error of the interpreter is a
+// it reports a mid-stream error as a bare JSON object {"error": {...}} with
+// no "data:" field, on one line (googleapis/go-genai api_client.go
+// iterateResponseStream parses every non-"data" line as such an error) or
+// pretty-printed over several (googleapis/python-genai _api_client.py
+// _iter_response_stream: "When API returns an error message, it comes line
+// by line", so it joins lines until the braces balance). The SSE grammar
+// reads such a line as a field named `{"error"` or `  "code"` and ignores
+// it, so the SSE framing hands a line that starts with '{' to such an
+// interpreter instead, joined with the lines that follow it (with "\n")
+// until its brackets balance outside strings (bareObject). The object is
+// reported at once, as its own frame (an error of the interpreter is a
 // malformed frame), and does not touch the event being built. For every
 // other interpreter, the framing follows the SSE grammar unchanged.
 type bareLineInterpreter interface {
-	// interpretBareLine interprets line (without its terminator), which
-	// starts with '{'; line is valid only during the call.
-	interpretBareLine(line []byte) (Frame, error)
+	// interpretBareLine interprets obj (without its last line's
+	// terminator), which starts with '{'; obj is valid only during the
+	// call.
+	interpretBareLine(obj []byte) (Frame, error)
+}
+
+// maxBareObject bounds the bytes of a bare object that a decoder joins:
+// Gemini's error objects are a few hundred bytes to a few KiB. A longer one
+// is a malformed frame; its lines are skipped, without being kept, until its
+// brackets balance.
+const maxBareObject = 64 << 10
+
+// bareObject joins the lines of a bare JSON object (see bareLineInterpreter)
+// until its brackets balance outside strings.
+type bareObject struct {
+	buf       []byte // the lines so far, joined with "\n" (empty while skipping)
+	open      bool   // an object is being joined or skipped
+	skipping  bool   // the object grew past maxBareObject: its lines are dropped
+	depth     int    // '{' and '[' open outside strings
+	inStr     bool   // inside a string at the end of the last line
+	esc       bool   // the last byte was a backslash inside a string
+	truncated int    // bytes dropped while skipping, for the report
+}
+
+// scan follows line's strings and brackets and reports whether the object
+// is complete at its end.
+func (o *bareObject) scan(line []byte) bool {
+	for _, c := range line {
+		if o.inStr {
+			switch {
+			case o.esc:
+				o.esc = false
+			case c == '\\':
+				o.esc = true
+			case c == '"':
+				o.inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			o.inStr = true
+		case '{', '[':
+			o.depth++
+		case '}', ']':
+			o.depth--
+		}
+	}
+	// A string cannot span lines in JSON: a line that ends inside one is
+	// broken, and the string is taken as closed so the brackets still
+	// count.
+	o.inStr, o.esc = false, false
+	return o.depth <= 0
 }
 
 // interpretFunc is a caller's interpret function as an interpreter.
@@ -153,6 +210,11 @@ func (d *sseDecoder) Flush(emit func(Frame)) {
 		d.processLine(d.line, emit)
 		d.line = d.line[:0]
 	}
+	if d.obj.open && !d.stopped {
+		d.malformed(fmt.Errorf("%w: %s bare JSON object cut by the end of the stream after %d bytes", ErrMalformedFrame, d.name, len(d.obj.buf)+d.obj.truncated))
+		d.obj = bareObject{}
+		emit(Frame{})
+	}
 	if !d.stopped {
 		d.dispatch(emit)
 	}
@@ -198,7 +260,7 @@ func (d *sseDecoder) feed(p []byte, emit func(Frame)) {
 			d.tooLarge()
 			return
 		}
-		if len(d.line) == 0 && !d.hasData && p[eol] == '\n' && eol+1 < len(p) && p[eol+1] == '\n' &&
+		if len(d.line) == 0 && !d.hasData && !d.obj.open && p[eol] == '\n' && eol+1 < len(p) && p[eol+1] == '\n' &&
 			len(line) >= 5 && string(line[:5]) == "data:" {
 			// A whole one-line event inside p (the usual case): interpret
 			// the data where it lies instead of copying it, and skip its
@@ -241,11 +303,25 @@ func indexFrom(p []byte, from int, c byte) int {
 func (d *sseDecoder) tooLarge() {
 	d.stopped = true
 	d.line, d.data, d.event = nil, nil, nil
+	d.obj = bareObject{}
 	d.in.release()
 	d.report(fmt.Errorf("%w: %s event larger than %d bytes; decoding of this stream stopped", ErrFrameTooLarge, d.name, d.max))
 }
 
 func (d *sseDecoder) processLine(line []byte, emit func(Frame)) {
+	if d.obj.open {
+		if len(line) == 0 {
+			return // a blank line inside a bare object, as python-genai skips it
+		}
+		if len(line) < 5 || string(line[:5]) != "data:" {
+			d.bareLine(line, emit)
+			return
+		}
+		// An event inside an object: the object was broken.
+		d.malformed(fmt.Errorf("%w: %s bare JSON object broken by a data line after %d bytes", ErrMalformedFrame, d.name, len(d.obj.buf)+d.obj.truncated))
+		d.obj = bareObject{buf: d.obj.buf[:0]}
+		emit(Frame{})
+	}
 	if len(line) == 0 {
 		d.dispatch(emit)
 		return
@@ -254,11 +330,8 @@ func (d *sseDecoder) processLine(line []byte, emit func(Frame)) {
 		return // comment or keep-alive
 	}
 	if d.bare != nil && line[0] == '{' {
-		f, err := d.bare.interpretBareLine(line)
-		if err != nil {
-			d.malformed(err)
-		}
-		emit(f)
+		d.obj.open = true
+		d.bareLine(line, emit)
 		return
 	}
 	field, value := line, line[len(line):]
@@ -279,6 +352,46 @@ func (d *sseDecoder) processLine(line []byte, emit func(Frame)) {
 		d.event = append(d.event[:0], value...)
 	}
 	// "id", "retry" and unknown fields do not change what a frame carries.
+}
+
+// bareLine takes one line of the open bare object and interprets the
+// object once its brackets balance. A single-line object is interpreted
+// where it lies, without a copy.
+func (d *sseDecoder) bareLine(line []byte, emit func(Frame)) {
+	o := &d.obj
+	complete := o.scan(line)
+	switch {
+	case o.skipping:
+		o.truncated += len(line) + 1
+	case len(o.buf)+len(line)+1 > maxBareObject:
+		o.skipping = true
+		o.truncated = len(o.buf) + len(line)
+		o.buf = nil
+	case complete && len(o.buf) == 0:
+	default:
+		if len(o.buf) > 0 {
+			o.buf = append(o.buf, '\n')
+		}
+		o.buf = append(o.buf, line...)
+	}
+	if !complete {
+		return
+	}
+	var f Frame
+	if o.skipping {
+		d.malformed(fmt.Errorf("%w: %s bare JSON object larger than %d bytes (%d bytes)", ErrMalformedFrame, d.name, maxBareObject, o.truncated))
+	} else {
+		obj := line
+		if len(o.buf) > 0 {
+			obj = o.buf
+		}
+		var err error
+		if f, err = d.bare.interpretBareLine(obj); err != nil {
+			d.malformed(err)
+		}
+	}
+	*o = bareObject{buf: o.buf[:0]}
+	emit(f)
 }
 
 func (d *sseDecoder) dispatch(emit func(Frame)) {

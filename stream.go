@@ -128,19 +128,21 @@ func (r *reader) apply(f Frame) {
 }
 
 // noteFrame applies to req what f tells besides its tokens and its end
-// marker, as NewReader and NewHandler do: the usage (SetUsage and
-// SetReasoningTokens), else the prompt size (SetInputTokens); the stream's
-// first error is kept in *streamErr.
-// It reports whether f held the stream's first error.
+// marker, as NewReader and NewHandler do: the usage (SetUsage,
+// SetReasoningTokens and SetCachedInputTokens: the last usage wins, a
+// cached count of 0 included), else the prompt size (SetInputTokens, and
+// its cached counts when it has some); the stream's first error is kept in
+// *streamErr. It reports whether f held the stream's first error.
 func noteFrame(req *Request, f Frame, streamErr *error) (first bool) {
 	if f.HasUsage {
 		req.SetUsage(f.InputTokens, f.OutputTokens)
 		req.SetReasoningTokens(f.ReasoningTokens)
+		req.SetCachedInputTokens(f.CachedInputTokens, f.CacheWriteInputTokens)
 	} else if f.HasInput {
 		req.SetInputTokens(f.InputTokens)
-	}
-	if (f.HasUsage || f.HasInput) && (f.CachedInputTokens > 0 || f.CacheWriteInputTokens > 0) {
-		req.SetCachedInputTokens(f.CachedInputTokens, f.CacheWriteInputTokens)
+		if f.CachedInputTokens > 0 || f.CacheWriteInputTokens > 0 {
+			req.SetCachedInputTokens(f.CachedInputTokens, f.CacheWriteInputTokens)
+		}
 	}
 	if f.Err != nil && *streamErr == nil {
 		*streamErr = f.Err

@@ -510,6 +510,8 @@ func TestReaderFixtures(t *testing.T) {
 				assert.Equal(t, fx.want.TokenFrames, rec.Chunks, "token-carrying chunks")
 				assert.Equal(t, fx.want.In, rec.InputTokens, "input tokens")
 				assert.Equal(t, fx.want.Reasoning, rec.ReasoningTokens, "reasoning tokens")
+				assert.Equal(t, fx.want.Cached, rec.CachedInputTokens, "cached input tokens")
+				assert.Equal(t, fx.want.CacheWrite, rec.CacheWriteInputTokens, "cache-write input tokens")
 				assert.Equal(t, wantOutcome, rec.Outcome)
 				return rec
 			}

@@ -237,3 +237,56 @@ func TestWalkAllocatesNothing(t *testing.T) {
 	assert.Equal(t, ollamaFacts{content: true, done: true, evals: 290, hasEvals: true}, f)
 	assert.Zero(t, testing.AllocsPerRun(100, func() { jsonscan.Walk(&j, data, &f, walkOllama) }))
 }
+
+// Members calls its function once per member, in order, with the unescaped
+// name at the member's value; it skips a value that is not an object and
+// stops at the first member that is not valid.
+func TestMembers(t *testing.T) {
+	type facts struct {
+		keys  []string
+		a     int
+		inner bool // a non-object "o" was skipped without a call
+	}
+	walk := func(j *jsonscan.Scanner, i int, f *facts) (int, bool) {
+		return j.Members(i, 0, func(k []byte, i int) (int, bool) {
+			f.keys = append(f.keys, string(k))
+			switch string(k) {
+			case "a":
+				next, v, _, ok := j.Int(i, 1)
+				f.a = v
+				return next, ok
+			case "o":
+				calls := 0
+				next, ok := j.Members(i, 1, func(_ []byte, i int) (int, bool) { calls++; return j.Skip(i, 2) })
+				f.inner = f.inner || calls == 0 && j.At(i) != '{'
+				return next, ok
+			}
+			return j.Skip(i, 1)
+		})
+	}
+	tests := []struct {
+		name string
+		in   string
+		ok   bool
+		want facts
+	}{
+		{"empty object", `{}`, true, facts{}},
+		{"members in order, the last duplicate wins", `{"a":1,"b":[1,{"a":9}],"a":2}`, true, facts{keys: []string{"a", "b", "a"}, a: 2}},
+		{"escaped name", `{"\u0061":7}`, true, facts{keys: []string{"a"}, a: 7}},
+		{"a value that is not an object is skipped", `{"o":[1,2],"a":3}`, true, facts{keys: []string{"o", "a"}, a: 3, inner: true}},
+		{"nested object", `{"o":{"x":1,"y":{}},"a":4}`, true, facts{keys: []string{"o", "a"}, a: 4}},
+		{"invalid member value stops", `{"a":1,"b":tru,"a":2}`, false, facts{keys: []string{"a", "b"}, a: 1}},
+		{"missing colon", `{"a" 1}`, false, facts{}},
+		{"trailing comma", `{"a":1,}`, false, facts{keys: []string{"a"}, a: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var j jsonscan.Scanner
+			var f facts
+			ok := jsonscan.Walk(&j, []byte(tt.in), &f, walk)
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.ok, json.Valid([]byte(tt.in)), "the case's validity is encoding/json's")
+			assert.Equal(t, tt.want, f)
+		})
+	}
+}
