@@ -129,7 +129,7 @@
 // percentile outside [0, 100], a NaN sample, a negative price, an option out
 // of range) returns an error that wraps one of the package's Err… sentinels
 // (ErrInvalidPercentile, ErrInvalidSample, ErrInvalidCost, ErrInvalidSLO,
-// ErrInvalidObjective, ErrInvalidSaturationOptions, ErrInvalidOption,
+// ErrInvalidObjective, ErrInvalidOption,
 // ErrInvalidText), so errors.Is tells them apart; when such a function's
 // arguments are valid but its result does not exist (the percentile of no
 // values, the cost per token at zero throughput), the error wraps

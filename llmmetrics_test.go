@@ -166,7 +166,6 @@ func TestEnumTextCase(t *testing.T) {
 		{"Canceled", new(Outcome), "canceled"},
 		{"TTFT", new(Latency), "ttft"},
 		{"e2EL", new(Latency), "e2el"},
-		{"KNEE|Tail_Growth", new(Signal), "knee|tail_growth"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {

@@ -232,3 +232,5 @@ func distribution(s *stats.Sample, ps []float64) Distribution {
 	}
 	return d
 }
+
+func finiteFloat(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

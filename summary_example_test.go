@@ -99,22 +99,3 @@ func ExampleCostPerMillionTokens() {
 	// $0.0234 for 10k input (8k cached) + 1k output tokens
 	// true llmmetrics: undefined result: cost per token at 0 tokens per second
 }
-
-func ExampleFindSaturation() {
-	level := func(users, tokPerSec float64) llmmetrics.LoadLevel {
-		return llmmetrics.LoadLevel{Load: users, Summary: llmmetrics.Summary{OutputThroughput: tokPerSec}}
-	}
-	sat, err := llmmetrics.FindSaturation([]llmmetrics.LoadLevel{
-		level(10, 5_000), level(50, 25_000), level(100, 35_000), level(200, 30_000),
-	}, llmmetrics.SaturationOptions{})
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(sat.Found, sat.Load)
-	for _, r := range sat.Reasons {
-		fmt.Println(r)
-	}
-	// Output:
-	// true 100
-	// knee: from load 50 to 100 throughput grew by 200 tok/s per unit of load, 40% of linear scaling (threshold 50%)
-}

@@ -1,5 +1,7 @@
 package saturation
 
+import "fmt"
+
 // Server is what the model server reported about itself during one load
 // level, read from its Prometheus endpoints (llmmetrics bench's
 // -server-metrics). A nil field was not reported: the server does not export
@@ -37,4 +39,62 @@ type Server struct {
 	// OutputTokensPerJoule is the level's output tokens per second over
 	// PowerWatts: output tokens per joule of GPU energy.
 	OutputTokensPerJoule *float64 `json:"output_tokens_per_joule,omitempty"`
+}
+
+// serverReasons returns the server-side signals at load i, compared with
+// the previous load that has the same figure.
+func serverReasons(o Options, ms []merged, i int) []Reason {
+	s := ms[i].server
+	if s == nil {
+		return nil
+	}
+	var out []Reason
+	prev := func(get func(*Server) *float64) (v float64, load float64, ok bool) {
+		for k := i - 1; k >= 0; k-- {
+			if ps := ms[k].server; ps != nil && get(ps) != nil {
+				return *get(ps), ms[k].load, true
+			}
+		}
+		return 0, 0, false
+	}
+	if o.Skip&SignalKVCache == 0 && s.KVCacheUsage != nil {
+		use, peak := *s.KVCacheUsage, *s.KVCacheUsage
+		if s.KVCacheUsageMax != nil {
+			peak = max(peak, *s.KVCacheUsageMax)
+		}
+		if use >= o.KVCacheFull || peak >= o.KVCacheFull+(1-o.KVCacheFull)/2 {
+			msg := fmt.Sprintf("KV cache at %.0f%% on average", 100*use)
+			if peak > use {
+				msg += fmt.Sprintf(", %.0f%% at its fullest", 100*peak)
+			}
+			out = append(out, Reason{Signal: SignalKVCache, Value: use, Threshold: o.KVCacheFull, Message: msg})
+		}
+	}
+	if o.Skip&SignalQueue == 0 && s.RequestsWaiting != nil && *s.RequestsWaiting >= 1 {
+		w := *s.RequestsWaiting
+		pw, pl, ok := prev(func(s *Server) *float64 { return s.RequestsWaiting })
+		if !ok || w > pw {
+			msg := fmt.Sprintf("%.0f requests waiting in the server's queue on average", w)
+			if ok {
+				msg += fmt.Sprintf(" (%.0f at load %g)", pw, pl)
+			}
+			out = append(out, Reason{Signal: SignalQueue, Value: w, Threshold: pw, Message: msg})
+		}
+	}
+	if o.Skip&SignalPreemption == 0 && s.Preemptions != nil && *s.Preemptions > 0 {
+		n := *s.Preemptions
+		pn, pl, ok := prev(func(s *Server) *float64 { return s.Preemptions })
+		if !ok || n > pn {
+			msg := fmt.Sprintf("preemptions rising: %.0f during the level", n)
+			if ok {
+				msg += fmt.Sprintf(" (%.0f at load %g)", pn, pl)
+			}
+			out = append(out, Reason{Signal: SignalPreemption, Value: n, Threshold: pn, Message: msg})
+		}
+	}
+	if o.Skip&SignalGPU == 0 && s.GPUUtilization != nil && *s.GPUUtilization >= o.GPUBusy {
+		out = append(out, Reason{Signal: SignalGPU, Value: *s.GPUUtilization, Threshold: o.GPUBusy,
+			Message: fmt.Sprintf("GPUs busy %.0f%% of the time", 100**s.GPUUtilization)})
+	}
+	return out
 }

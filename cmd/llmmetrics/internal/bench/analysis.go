@@ -3,30 +3,33 @@ package bench
 import (
 	"math"
 
-	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/saturation"
 )
 
-// analysis returns the saturation verdict over the levels measured so far.
-func (b *bench) analysis() llmmetrics.Saturation {
+// analysis returns the saturation verdict over the levels measured so far:
+// each level's repeats are the samples of its throughput (saturation.Find
+// decides the knee from their intervals), its Server what the model server
+// reported during it.
+func (b *bench) analysis() saturation.Result {
 	ls := b.sortedLevels()
-	in := make([]llmmetrics.LoadLevel, len(ls))
+	in := make([]saturation.Level, len(ls))
 	for i, l := range ls {
-		in[i] = llmmetrics.LoadLevel{Load: l.Load, Summary: l.Summary}
+		in[i] = saturation.Level{Load: l.Load, Summary: l.Summary, Repeats: l.repeats, Server: l.Server}
 	}
-	sat, _ := llmmetrics.FindSaturation(in, llmmetrics.SaturationOptions{Objectives: b.o.objectives})
-	return sat
+	res, _ := saturation.Find(in, saturation.Options{Objectives: b.o.objectives}) // objectives validated by the flags
+	return res
 }
 
 // pastTheKnee reports whether the sweep has shown the saturation point and
 // what lies beyond it: throughput fell below its peak, or two more levels
 // ran after the saturation level.
-func pastTheKnee(sat llmmetrics.Saturation) bool {
+func pastTheKnee(sat saturation.Result) bool {
 	if !sat.Found {
 		return false
 	}
 	for _, l := range sat.Levels[sat.Level:] {
 		for _, r := range l.Reasons {
-			if r.Signal == llmmetrics.SignalThroughputDrop {
+			if r.Signal == saturation.SignalThroughputDrop && !r.Undecided {
 				return true
 			}
 		}
@@ -34,16 +37,12 @@ func pastTheKnee(sat llmmetrics.Saturation) bool {
 	return len(sat.Levels)-1 >= sat.Level+2
 }
 
-// tQuantile975 holds Student's t 0.975 quantiles for 1 … 10 degrees of
-// freedom (two-sided 95 %).
-var tQuantile975 = []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228}
-
 // needsRepeat reports whether the mean of samples is not yet known to
 // ±relPrec (relative half-width of its 95 % Student-t interval).
-func needsRepeat(samples []float64, relPrec, _ float64) bool {
+func needsRepeat(samples []float64, relPrec float64) bool {
 	if len(samples) < 2 {
 		return true
 	}
-	mean, half := meanCI(samples)
+	mean, half := saturation.MeanCI(samples)
 	return half > relPrec*math.Abs(mean)
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/llmmetrics/llmmetrics/saturation"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -52,7 +53,7 @@ func writeCharts(dir string, r Results) ([]string, error) {
 	p99 = series{name: "p99 TTFT", color: red}
 	for _, l := range r.Levels {
 		s := l.Summary
-		m, h := meanCI(l.RepeatThroughput)
+		m, h := saturation.MeanCI(l.RepeatThroughput)
 		if len(l.RepeatThroughput) == 0 {
 			m = s.OutputThroughput
 		}

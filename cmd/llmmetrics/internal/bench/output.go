@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/saturation"
 )
 
 // Schema is the "schema" of results.json.
@@ -26,6 +27,9 @@ type Level struct {
 	RepeatThroughput []float64 `json:"repeat_output_throughput"`
 	// MeetsSLO: SLO attainment reaches the target and every objective passes.
 	MeetsSLO bool `json:"meets_slo"`
+	// Server is what the model server reported during the level
+	// (-server-metrics); absent when nothing was read.
+	Server *saturation.Server `json:"server,omitempty"`
 
 	repeats []llmmetrics.Summary // each repeat's own Summary, for the saturation analysis
 }
@@ -40,7 +44,7 @@ type Results struct {
 	Objectives       []llmmetrics.Objective `json:"objectives,omitempty"`
 	AttainmentTarget float64                `json:"attainment_target"`
 	Levels           []*Level               `json:"levels"`
-	Saturation       llmmetrics.Saturation  `json:"saturation"`
+	Saturation       saturation.Result      `json:"saturation"`
 	// MaxLoadUnderSLO is the highest load found that meets the SLO and
 	// objectives (with -search; 0 when even the lowest tried fails).
 	MaxLoadUnderSLO *float64 `json:"max_load_under_slo,omitempty"`
@@ -62,7 +66,7 @@ type Cost struct {
 func (b *bench) results() Results {
 	ls := b.sortedLevels()
 	r := Results{Schema: Schema, Target: b.target, Model: b.model, Mode: b.o.mode, SLO: b.o.slo, Objectives: b.o.objectives,
-		AttainmentTarget: llmmetrics.DefaultAttainmentTarget, Levels: ls, Saturation: b.analysis()}
+		AttainmentTarget: saturation.DefaultAttainmentTarget, Levels: ls, Saturation: b.analysis()}
 	if r.Levels == nil {
 		r.Levels = []*Level{}
 	}
@@ -137,7 +141,7 @@ func halfWidth(xs []float64) string {
 	if len(xs) < 2 {
 		return "-"
 	}
-	_, h := meanCI(xs)
+	_, h := saturation.MeanCI(xs)
 	return fmt.Sprintf("%.0f", h)
 }
 
@@ -149,6 +153,9 @@ func writeFindings(w io.Writer, r Results) {
 		for _, reason := range sat.Reasons {
 			fmt.Fprintf(w, "  - %s\n", reason.Message)
 		}
+	} else if len(sat.KneeBetween) == 2 {
+		fmt.Fprintf(w, "Saturation point undecided: the knee lies between %g and %g %s (the gain's 95%% interval straddles the threshold); run more repeats (-repeats) or a level between them.\n",
+			sat.KneeBetween[0], sat.KneeBetween[1], u)
 	} else {
 		fmt.Fprintln(w, "No saturation point found in these levels: add higher loads.")
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/llmmetricstest"
+	"github.com/llmmetrics/llmmetrics/saturation"
 	"go.opentelemetry.io/otel/sdk/metric"
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -183,7 +184,7 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 			}
 			continue
 		}
-		if n >= maxRepeats || (n >= minRepeats && !needsRepeat(l.RepeatThroughput, relPrecision, confidence)) {
+		if n >= maxRepeats || (n >= minRepeats && !needsRepeat(l.RepeatThroughput, relPrecision)) {
 			break
 		}
 	}
@@ -206,7 +207,7 @@ func meetsSLO(s llmmetrics.Summary, slo llmmetrics.SLO, objectives []llmmetrics.
 	if s.Requests == 0 {
 		return false
 	}
-	if !slo.IsZero() && s.Goodput.Attainment < llmmetrics.DefaultAttainmentTarget {
+	if !slo.IsZero() && s.Goodput.Attainment < saturation.DefaultAttainmentTarget {
 		return false
 	}
 	for _, o := range objectives {

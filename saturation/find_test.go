@@ -1,4 +1,4 @@
-package llmmetrics
+package saturation
 
 import (
 	"encoding/json"
@@ -8,23 +8,47 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llmmetrics/llmmetrics"
 )
 
+func msDur(v float64) time.Duration { return time.Duration(math.Round(v * 1e6)) }
+
+var recT0 = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+
+// okRecord builds an OK Record that starts startMS after recT0, gets its
+// first token ttftMS later and then one chunk per gap; it ends 1 ms after
+// the last token. n is the output token count.
+func okRecord(startMS, ttftMS float64, gapsMS []float64, n int) llmmetrics.Record {
+	start := recT0.Add(msDur(startMS))
+	first := start.Add(msDur(ttftMS))
+	last := first
+	var itl []time.Duration
+	for _, g := range gapsMS {
+		itl = append(itl, msDur(g))
+		last = last.Add(msDur(g))
+	}
+	return llmmetrics.Record{
+		Start: start, FirstToken: first, FirstOutput: first, LastToken: last, End: last.Add(time.Millisecond),
+		InputTokens: 10, OutputTokens: n, Chunks: len(gapsMS) + 1, ITL: itl,
+	}
+}
+
 // tput is a level with only an output-token throughput figure.
-func tputLevel(load, tokPerSec float64) LoadLevel {
-	return LoadLevel{Load: load, Summary: Summary{OutputThroughput: tokPerSec}}
+func tputLevel(load, tokPerSec float64) Level {
+	return Level{Load: load, Summary: llmmetrics.Summary{OutputThroughput: tokPerSec}}
 }
 
 // withTTFT adds a TTFT distribution with the given median and p99 (ms).
-func withTTFTLevel(l LoadLevel, p50, p99 float64) LoadLevel {
-	l.Summary.TTFT = Distribution{Count: 100, Median: msDur(p50), Max: msDur(p99 * 2),
-		Percentiles: []PercentileValue{{50, msDur(p50)}, {99, msDur(p99)}}}
+func withTTFTLevel(l Level, p50, p99 float64) Level {
+	l.Summary.TTFT = llmmetrics.Distribution{Count: 100, Median: msDur(p50), Max: msDur(p99 * 2),
+		Percentiles: []llmmetrics.PercentileValue{{P: 50, Value: msDur(p50)}, {P: 99, Value: msDur(p99)}}}
 	return l
 }
 
 // withAttainment adds request data with the given SLO attainment and token
 // goodput.
-func withAttainmentLevel(l LoadLevel, attainment, goodTokPerSec float64) LoadLevel {
+func withAttainmentLevel(l Level, attainment, goodTokPerSec float64) Level {
 	l.Summary.Requests = 100
 	l.Summary.Completed = 100
 	l.Summary.Goodput.Attainment = attainment
@@ -32,7 +56,7 @@ func withAttainmentLevel(l LoadLevel, attainment, goodTokPerSec float64) LoadLev
 	return l
 }
 
-func firedSignals(rs []SaturationReason) Signal {
+func firedSignals(rs []Reason) Signal {
 	var s Signal
 	for _, r := range rs {
 		s |= r.Signal
@@ -40,11 +64,11 @@ func firedSignals(rs []SaturationReason) Signal {
 	return s
 }
 
-func TestFindSaturation(t *testing.T) {
+func TestFind(t *testing.T) {
 	tests := []struct {
 		name        string
-		levels      []LoadLevel
-		opts        SaturationOptions
+		levels      []Level
+		opts        Options
 		wantFound   bool
 		wantLevel   int
 		wantSignals Signal
@@ -53,7 +77,7 @@ func TestFindSaturation(t *testing.T) {
 	}{
 		{
 			name:      "classic curve saturates at 100 users",
-			levels:    []LoadLevel{tputLevel(10, 5000), tputLevel(50, 25000), tputLevel(100, 35000), tputLevel(200, 30000)},
+			levels:    []Level{tputLevel(10, 5000), tputLevel(50, 25000), tputLevel(100, 35000), tputLevel(200, 30000)},
 			wantFound: true, wantLevel: 2, wantSignals: SignalKnee,
 			wantBest: -1, wantMaxGood: -1,
 		},
@@ -64,19 +88,19 @@ func TestFindSaturation(t *testing.T) {
 			// level would; against the lowest level's 422 per unit, 4 → 8
 			// would read as 47 % and call a knee at 8.
 			name: "gradual sub-linearity of a batching server is not a knee",
-			levels: []LoadLevel{tputLevel(1, 422), tputLevel(2, 800), tputLevel(4, 1379), tputLevel(8, 2178),
+			levels: []Level{tputLevel(1, 422), tputLevel(2, 800), tputLevel(4, 1379), tputLevel(8, 2178),
 				tputLevel(16, 3758), tputLevel(32, 3387)},
 			wantFound: true, wantLevel: 5, wantSignals: SignalKnee | SignalThroughputDrop,
 			wantBest: -1, wantMaxGood: -1,
 		},
 		{
 			name:      "perfectly linear scaling",
-			levels:    []LoadLevel{tputLevel(10, 5000), tputLevel(50, 25000), tputLevel(100, 50000), tputLevel(200, 100000)},
+			levels:    []Level{tputLevel(10, 5000), tputLevel(50, 25000), tputLevel(100, 50000), tputLevel(200, 100000)},
 			wantFound: false, wantLevel: -1, wantBest: -1, wantMaxGood: -1,
 		},
 		{
 			name: "throughput rises slowly while p99 TTFT explodes",
-			levels: []LoadLevel{
+			levels: []Level{
 				withTTFTLevel(tputLevel(10, 5000), 50, 100),
 				withTTFTLevel(tputLevel(20, 9500), 52, 140),   // 90 % of linear
 				withTTFTLevel(tputLevel(40, 18000), 55, 450),  // 85 %; p99 4.5×, p50 1.1×
@@ -87,7 +111,7 @@ func TestFindSaturation(t *testing.T) {
 		},
 		{
 			name: "median grows with the tail: not a queue signal",
-			levels: []LoadLevel{
+			levels: []Level{
 				withTTFTLevel(tputLevel(10, 5000), 50, 100),
 				withTTFTLevel(tputLevel(20, 10000), 200, 400),
 			},
@@ -95,7 +119,7 @@ func TestFindSaturation(t *testing.T) {
 		},
 		{
 			name: "SLO attainment falls below the target",
-			levels: []LoadLevel{
+			levels: []Level{
 				withAttainmentLevel(tputLevel(1, 1000), 1, 1000),
 				withAttainmentLevel(tputLevel(2, 2000), 0.95, 1900),
 				withAttainmentLevel(tputLevel(3, 3000), 0.7, 2100),
@@ -105,48 +129,48 @@ func TestFindSaturation(t *testing.T) {
 		},
 		{
 			name: "attainment target from options",
-			levels: []LoadLevel{
+			levels: []Level{
 				withAttainmentLevel(tputLevel(1, 1000), 1, 1000),
 				withAttainmentLevel(tputLevel(2, 2000), 0.95, 1900),
 			},
-			opts:      SaturationOptions{AttainmentTarget: 0.99},
+			opts:      Options{AttainmentTarget: 0.99},
 			wantFound: true, wantLevel: 1, wantSignals: SignalAttainment,
 			wantBest: 1, wantMaxGood: 0,
 		},
 		{
 			name:      "throughput falls without a knee first",
-			levels:    []LoadLevel{tputLevel(10, 5000), tputLevel(20, 10000), tputLevel(30, 9000)},
-			opts:      SaturationOptions{Skip: SignalKnee},
+			levels:    []Level{tputLevel(10, 5000), tputLevel(20, 10000), tputLevel(30, 9000)},
+			opts:      Options{Skip: SignalKnee},
 			wantFound: true, wantLevel: 2, wantSignals: SignalThroughputDrop,
 			wantBest: -1, wantMaxGood: -1,
 		},
 		{
 			name:      "small dip within the drop tolerance",
-			levels:    []LoadLevel{tputLevel(10, 5000), tputLevel(20, 10000), tputLevel(30, 9600)},
-			opts:      SaturationOptions{Skip: SignalKnee},
+			levels:    []Level{tputLevel(10, 5000), tputLevel(20, 10000), tputLevel(30, 9600)},
+			opts:      Options{Skip: SignalKnee},
 			wantFound: false, wantLevel: -1, wantBest: -1, wantMaxGood: -1,
 		},
 		{
 			name:      "stricter knee fraction",
-			levels:    []LoadLevel{tputLevel(10, 5000), tputLevel(20, 9000)}, // 80 % of linear
-			opts:      SaturationOptions{KneeFraction: 0.9},
+			levels:    []Level{tputLevel(10, 5000), tputLevel(20, 9000)}, // 80 % of linear
+			opts:      Options{KneeFraction: 0.9},
 			wantFound: true, wantLevel: 1, wantSignals: SignalKnee,
 			wantBest: -1, wantMaxGood: -1,
 		},
 		{
 			name: "request throughput measure",
-			levels: []LoadLevel{
-				{Load: 1, Summary: Summary{RequestThroughput: 10, OutputThroughput: 1000}},
-				{Load: 2, Summary: Summary{RequestThroughput: 12, OutputThroughput: 2000}}, // 20 % of linear in req/s
+			levels: []Level{
+				{Load: 1, Summary: llmmetrics.Summary{RequestThroughput: 10, OutputThroughput: 1000}},
+				{Load: 2, Summary: llmmetrics.Summary{RequestThroughput: 12, OutputThroughput: 2000}}, // 20 % of linear in req/s
 			},
-			opts:      SaturationOptions{Throughput: ThroughputRequests},
+			opts:      Options{Throughput: ThroughputRequests},
 			wantFound: true, wantLevel: 1, wantSignals: SignalKnee,
 			wantBest: -1, wantMaxGood: -1,
 		},
 		{
 			name: "empty and zero levels are skipped",
-			levels: []LoadLevel{{Load: 0}, tputLevel(10, 0), tputLevel(20, 1000), tputLevel(40, 2000), {Load: 60},
-				{Load: 80, Summary: Summary{Requests: 50, Failed: 50}}}, // a real collapse: every request failed
+			levels: []Level{{Load: 0}, tputLevel(10, 0), tputLevel(20, 1000), tputLevel(40, 2000), {Load: 60},
+				{Load: 80, Summary: llmmetrics.Summary{Requests: 50, Failed: 50}}}, // a real collapse: every request failed
 			wantFound: true, wantLevel: 5, wantSignals: SignalKnee | SignalThroughputDrop | SignalAttainment,
 			wantBest: -1, wantMaxGood: -1,
 		},
@@ -158,7 +182,7 @@ func TestFindSaturation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := FindSaturation(tt.levels, tt.opts)
+			got, err := Find(tt.levels, tt.opts)
 			require.NoError(t, err)
 			assert.Equal(t, tt.wantFound, got.Found)
 			assert.Equal(t, tt.wantLevel, got.Level)
@@ -176,8 +200,8 @@ func TestFindSaturation(t *testing.T) {
 	}
 }
 
-func TestFindSaturationClassicDetails(t *testing.T) {
-	got, err := FindSaturation([]LoadLevel{tputLevel(10, 5000), tputLevel(50, 25000), tputLevel(100, 35000), tputLevel(200, 30000)}, SaturationOptions{})
+func TestFindClassicDetails(t *testing.T) {
+	got, err := Find([]Level{tputLevel(10, 5000), tputLevel(50, 25000), tputLevel(100, 35000), tputLevel(200, 30000)}, Options{})
 	require.NoError(t, err)
 	require.True(t, got.Found)
 	require.Len(t, got.Reasons, 1)
@@ -192,15 +216,15 @@ func TestFindSaturationClassicDetails(t *testing.T) {
 		[]float64{got.Levels[0].Throughput, got.Levels[1].Throughput, got.Levels[2].Throughput, got.Levels[3].Throughput})
 }
 
-func TestFindSaturationObjectives(t *testing.T) {
-	levels := []LoadLevel{
+func TestFindObjectives(t *testing.T) {
+	levels := []Level{
 		withAttainmentLevel(withTTFTLevel(tputLevel(1, 100), 50, 100), 1, 100),
 		withAttainmentLevel(withTTFTLevel(tputLevel(2, 200), 55, 180), 1, 200),
 		withAttainmentLevel(withTTFTLevel(tputLevel(3, 300), 60, 250), 1, 300),
 	}
-	obj, err := ParseObjective("p99 ttft<=200ms")
+	obj, err := llmmetrics.ParseObjective("p99 ttft<=200ms")
 	require.NoError(t, err)
-	got, err := FindSaturation(levels, SaturationOptions{Objectives: []Objective{obj}})
+	got, err := Find(levels, Options{Objectives: []llmmetrics.Objective{obj}})
 	require.NoError(t, err)
 	assert.False(t, got.Found, "no signal fired (p99 grew only 2.5×)")
 	assert.Equal(t, 1, got.MaxGoodLevel, "load 3 fails p99 TTFT ≤ 200 ms")
@@ -211,17 +235,17 @@ func TestFindSaturationObjectives(t *testing.T) {
 	assert.Equal(t, msDur(-50), got.Levels[2].Objectives[0].Margin)
 
 	// An objective on a percentile the summaries lack never passes.
-	missing := Objective{Latency: LatencyTTFT, Percentile: 95, Limit: time.Second}
-	got, err = FindSaturation(levels, SaturationOptions{Objectives: []Objective{missing}})
+	missing := llmmetrics.Objective{Latency: llmmetrics.LatencyTTFT, Percentile: 95, Limit: time.Second}
+	got, err = Find(levels, Options{Objectives: []llmmetrics.Objective{missing}})
 	require.NoError(t, err)
 	assert.Equal(t, -1, got.MaxGoodLevel)
 }
 
-func TestFindSaturationFromSummaries(t *testing.T) {
+func TestFindFromSummaries(t *testing.T) {
 	// Summaries computed by Summarize: p99 TTFT explodes at the third
 	// level while the median holds.
-	mk := func(load float64, tail float64) LoadLevel {
-		var rs []Record
+	mk := func(load float64, tail float64) Level {
+		var rs []llmmetrics.Record
 		for i := range 100 {
 			ttft := 50.0
 			if i >= 98 {
@@ -229,9 +253,9 @@ func TestFindSaturationFromSummaries(t *testing.T) {
 			}
 			rs = append(rs, okRecord(float64(i), ttft, []float64{10, 10}, 3))
 		}
-		return LoadLevel{Load: load, Summary: Summarize(rs, SummaryOptions{Duration: time.Duration(load) * time.Second})}
+		return Level{Load: load, Summary: llmmetrics.Summarize(rs, llmmetrics.SummaryOptions{Duration: time.Duration(load) * time.Second})}
 	}
-	got, err := FindSaturation([]LoadLevel{mk(1, 60), mk(2, 80), mk(3, 2000)}, SaturationOptions{Skip: SignalKnee | SignalThroughputDrop})
+	got, err := Find([]Level{mk(1, 60), mk(2, 80), mk(3, 2000)}, Options{Skip: SignalKnee | SignalThroughputDrop})
 	require.NoError(t, err)
 	require.True(t, got.Found)
 	assert.Equal(t, 2, got.Level)
@@ -241,14 +265,14 @@ func TestFindSaturationFromSummaries(t *testing.T) {
 
 	b, err := json.Marshal(got)
 	require.NoError(t, err)
-	var back Saturation
+	var back Result
 	require.NoError(t, json.Unmarshal(b, &back))
 	assert.Equal(t, got, back)
 }
 
-func TestSaturationOptionsValidate(t *testing.T) {
+func TestOptionsValidate(t *testing.T) {
 	nan := math.NaN()
-	bad := []SaturationOptions{
+	bad := []Options{
 		{Throughput: 9},
 		{KneeFraction: -0.1}, {KneeFraction: 1.5}, {KneeFraction: nan},
 		{DropTolerance: -1}, {DropTolerance: 1}, {DropTolerance: nan},
@@ -256,25 +280,25 @@ func TestSaturationOptionsValidate(t *testing.T) {
 		{MedianFlat: 0.9}, {MedianFlat: nan},
 		{TailPercentile: 50}, {TailPercentile: 101}, {TailPercentile: nan},
 		{AttainmentTarget: -0.1}, {AttainmentTarget: 1.1}, {AttainmentTarget: nan},
-		{TailLatencies: []Latency{7}},
-		{Objectives: []Objective{{Percentile: 120}}},
+		{TailLatencies: []llmmetrics.Latency{7}},
+		{Objectives: []llmmetrics.Objective{{Percentile: 120}}},
 	}
 	for _, o := range bad {
 		err := o.Validate()
-		require.ErrorIs(t, err, ErrInvalidSaturationOptions, "%+v", o)
+		require.ErrorIs(t, err, ErrInvalidOptions, "%+v", o)
 		assert.Regexp(t, "^llmmetrics: invalid saturation options: ", err.Error())
-		got, ferr := FindSaturation([]LoadLevel{tputLevel(1, 1), tputLevel(2, 0.1)}, o)
+		got, ferr := Find([]Level{tputLevel(1, 1), tputLevel(2, 0.1)}, o)
 		assert.Equal(t, err, ferr, "FindSaturation returns Validate's error")
 		assert.False(t, got.Found)
 		assert.Empty(t, got.Levels)
 	}
 	// An invalid objective's error is wrapped with %w: both sentinels match.
-	err := SaturationOptions{Objectives: []Objective{{Percentile: 120}}}.Validate()
-	assert.ErrorIs(t, err, ErrInvalidSaturationOptions)
-	assert.ErrorIs(t, err, ErrInvalidObjective)
+	err := Options{Objectives: []llmmetrics.Objective{{Percentile: 120}}}.Validate()
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	assert.ErrorIs(t, err, llmmetrics.ErrInvalidObjective)
 
-	good := SaturationOptions{KneeFraction: 1, DropTolerance: 0.1, TailGrowth: 2, MedianFlat: 1, TailPercentile: 100,
-		AttainmentTarget: 1, TailLatencies: []Latency{LatencyTTFT, LatencyE2EL}, Throughput: ThroughputTotalTokens}
+	good := Options{KneeFraction: 1, DropTolerance: 0.1, TailGrowth: 2, MedianFlat: 1, TailPercentile: 100,
+		AttainmentTarget: 1, TailLatencies: []llmmetrics.Latency{llmmetrics.LatencyTTFT, llmmetrics.LatencyE2EL}, Throughput: ThroughputTotalTokens}
 	assert.NoError(t, good.Validate())
 }
 
@@ -287,6 +311,6 @@ func TestSignalText(t *testing.T) {
 	var s Signal
 	require.NoError(t, s.UnmarshalText(b))
 	assert.Equal(t, SignalThroughputDrop|SignalAttainment, s)
-	assert.ErrorIs(t, s.UnmarshalText([]byte("melting")), ErrInvalidText)
-	assert.Equal(t, "Signal(64)", Signal(64).String())
+	assert.ErrorIs(t, s.UnmarshalText([]byte("melting")), llmmetrics.ErrInvalidText)
+	assert.Equal(t, "Signal(512)", Signal(512).String())
 }
