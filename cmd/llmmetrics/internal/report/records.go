@@ -17,6 +17,7 @@ func init() {
 		name:   "records",
 		detect: func(h []byte) bool { return h[0] == '{' && bytes.Contains(firstLine(h), []byte(`"record"`)) },
 		decode: decodeRecords,
+		clock:  clockWall,
 		ttft:   "llmmetrics: the first chunk that carries tokens (reasoning or answer), measured by the client",
 	})
 }

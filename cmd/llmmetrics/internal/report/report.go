@@ -133,7 +133,20 @@ type run struct {
 	// max(End) − min(Start) over the records.
 	duration time.Duration
 	notes    []string // what the formats could not provide, said once each
+
+	clock       string        // the clock of the files read so far
+	clockFile   string        // the first file, named when another's clock differs
+	relDuration time.Duration // Σ durations of clockRelative files
 }
+
+// relativeBase is where the next clockRelative document's requests start:
+// after the previous documents' durations (documents are laid end to end).
+func (r *run) relativeBase() time.Time {
+	return time.Unix(0, 0).UTC().Add(r.relDuration)
+}
+
+// addRelative adds a clockRelative document's own duration to the run.
+func (r *run) addRelative(d time.Duration) { r.relDuration += d }
 
 // fileInfo is one input file as read.
 type fileInfo struct {
@@ -152,6 +165,9 @@ func readFiles(ctx context.Context, names []string, formatName string, stdin io.
 		if err := r.readFile(name, formatName, stdin); err != nil {
 			return nil, err
 		}
+	}
+	if r.clock == clockRelative {
+		r.duration = r.relDuration
 	}
 	return r, nil
 }
@@ -177,6 +193,13 @@ func (r *run) readFile(name, formatName string, stdin io.Reader) error {
 		}
 	} else {
 		fm = formatByName(formatName)
+	}
+	if r.clock != "" && r.clock != fm.clock {
+		return fmt.Errorf("%s: its times (%s, %s) cannot be put on one timeline with %s's (%s): report them apart",
+			name, fm.name, fm.clock, r.clockFile, r.clock)
+	}
+	if r.clock == "" {
+		r.clock, r.clockFile = fm.clock, name
 	}
 	before := len(r.records)
 	fr := &fileRun{run: r, src: src}

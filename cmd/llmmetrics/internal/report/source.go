@@ -27,7 +27,20 @@ type format struct {
 	notes []string
 	// ttft says which TTFT definition the numbers follow.
 	ttft string
+	// clock says what the format's times are measured on: clockWall
+	// (Unix time), clockMonotonic (a monotonic clock of the machine, e.g.
+	// Python's time.perf_counter: comparable between files of one machine
+	// since boot) or clockRelative (vLLM: each file's times are its own, so
+	// files are laid end to end and the run duration is the sum of the
+	// durations they state). Files on different clocks are not one run.
+	clock string
 }
+
+const (
+	clockWall      = "wall-clock"
+	clockMonotonic = "monotonic (perf_counter)"
+	clockRelative  = "per-file relative"
+)
 
 // formats lists the formats in detection order.
 var formats []*format
