@@ -179,3 +179,10 @@ func TestStdin(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &s))
 	checkRecordsFixture(t, s)
 }
+
+func writeFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	f := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(f, []byte(text), 0o600))
+	return f
+}
