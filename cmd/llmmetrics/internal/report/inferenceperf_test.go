@@ -18,7 +18,7 @@ func TestInferencePerfShape(t *testing.T) {
 	assert.Equal(t, 601, s.InputTokens)
 	assert.Equal(t, 160, s.OutputTokens)
 	assert.Equal(t, 33333333*time.Nanosecond, s.TTFT.Mean) // (30 + 30 + 40) / 3 ms
-	assert.Equal(t, 490*ms, s.E2EL.Mean)                    // (500 + 490 + 480) / 3
+	assert.Equal(t, 490*ms, s.E2EL.Mean)                   // (500 + 490 + 480) / 3
 	// (470/59 + 460/63 + 440/35) / 3 ms
 	assert.Equal(t, 9279706*time.Nanosecond, s.TPOT.Mean) // 9.279705856 ms, rounded
 	assert.Equal(t, 9, s.ITL.Count)
