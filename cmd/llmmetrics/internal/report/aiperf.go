@@ -23,6 +23,7 @@ func init() {
 		name:   "aiperf",
 		detect: func(h []byte) bool { return h[0] == '{' && bytes.Contains(firstLine(h), []byte(`"request_start_ns"`)) },
 		decode: decodeAIPerf,
+		notes:  []string{"no TTFO: the format does not tell reasoning from answer tokens"},
 		clock:  clockWall,
 		ttft:   "aiperf's: the first parsed response of the stream (aiperf drops responses without content), from the request's start",
 	})

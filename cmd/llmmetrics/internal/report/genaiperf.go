@@ -25,6 +25,7 @@ func init() {
 			return h[0] == '{' && bytes.Contains(h, []byte(`"experiments"`))
 		},
 		decode: decodeGenAIPerf,
+		notes:  []string{"no TTFO: the format does not tell reasoning from answer tokens"},
 		clock:  clockWall,
 		ttft:   "genai-perf's: the first response with content (empty responses and [DONE] excluded, as its parser drops them), from the request's timestamp",
 	})

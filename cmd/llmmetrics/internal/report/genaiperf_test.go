@@ -39,7 +39,7 @@ func TestGenAIPerfTritonTest(t *testing.T) {
 	assert.Equal(t, 9, s.ITL.Count)
 	assert.Equal(t, 3*time.Nanosecond, s.ITL.Mean) // 28 / 9 rounded
 	assert.Equal(t, 5*time.Nanosecond, s.ITL.Max)
-	assert.Equal(t, 9*time.Nanosecond, s.E2EL.Mean)  // 37 / 4 rounded
+	assert.Equal(t, 9*time.Nanosecond, s.E2EL.Mean) // 37 / 4 rounded
 	assert.Equal(t, 13*time.Nanosecond, s.E2EL.Max)
 	assert.Equal(t, 3*time.Nanosecond, s.TPOT.Mean) // 3.04 rounded
 	assert.InDelta(t, 4/17e-9, s.RequestThroughput, 1)

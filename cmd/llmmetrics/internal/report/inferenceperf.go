@@ -22,6 +22,7 @@ func init() {
 			return h[0] == '[' && bytes.Contains(h, []byte(`"start_time"`)) && bytes.Contains(h, []byte(`"end_time"`))
 		},
 		decode: decodeInferencePerf,
+		notes:  []string{"no TTFO: the format does not tell reasoning from answer tokens"},
 		clock:  clockMonotonic,
 		ttft:   "inference-perf's: the first SSE event with content (role-only, usage-only and empty events excluded), from the request's start",
 	})

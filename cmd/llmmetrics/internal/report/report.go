@@ -60,13 +60,27 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return nil
 	})
 	fs.BoolVar(&o.json, "json", false, "print the Summary as JSON (gate lines then go to stderr)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
+	// Flags may come after the files too ("report out.json -slo …"): parse,
+	// take the next file, parse the rest. "--" ends the flags.
+	var files []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return exitOK
+			}
+			return exitBad
 		}
-		return exitBad
+		rest = fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			files = append(files, rest...)
+			break
+		}
+		files, rest = append(files, rest[0]), rest[1:]
 	}
-	if fs.NArg() == 0 {
+	if len(files) == 0 {
 		fmt.Fprintln(stderr, "llmmetrics report: no FILE given")
 		fs.Usage()
 		return exitBad
@@ -80,7 +94,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return exitBad
 	}
 
-	run, err := readFiles(ctx, fs.Args(), o.format, stdin)
+	run, err := readFiles(ctx, files, o.format, stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "llmmetrics report: %v\n", err)
 		return exitBad

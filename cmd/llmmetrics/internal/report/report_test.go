@@ -186,3 +186,12 @@ func writeFile(t *testing.T, dir, name, text string) string {
 	require.NoError(t, os.WriteFile(f, []byte(text), 0o600))
 	return f
 }
+
+func TestFlagsAfterFiles(t *testing.T) {
+	code, out, errOut := runReport(t, "testdata/records.jsonl", "-objective", "p95 ttft<=150ms")
+	assert.Equal(t, 1, code, errOut)
+	assert.Contains(t, out, "FAIL p95 ttft<=150ms")
+	code, _, errOut = runReport(t, "--", "-objective")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "open -objective")
+}

@@ -23,6 +23,7 @@ func init() {
 				bytes.Contains(h, []byte(`"num_prompts"`)) && bytes.Contains(h, []byte(`"model_id"`)))
 		},
 		decode: decodeVLLM,
+		notes:  []string{"no TTFO: the format does not tell reasoning from answer tokens"},
 		clock:  clockRelative,
 		ttft:   "vLLM's: the first SSE event with a non-empty choices list (its text may be empty), measured from the request's send",
 	})
