@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 )
 
 // aiperf's profile_export.jsonl (ai-dynamo/aiperf:
@@ -91,8 +92,12 @@ func (n aiperfNum) count() int {
 
 func decodeAIPerf(fr *fileRun) error {
 	src := fr.src
-	var l aiperfLine
-	warmup := 0
+	var (
+		l      aiperfLine
+		j      jsonscan.Scanner
+		facts  aiFacts
+		warmup int
+	)
 	for {
 		line, n, err := src.nextLine()
 		if errors.Is(err, io.EOF) {
@@ -101,11 +106,19 @@ func decodeAIPerf(fr *fileRun) error {
 		if err != nil {
 			return err
 		}
+		at := func(format string, args ...any) error { return src.errorf(n, format, args...) }
+		if rec, skip, ok := aiperfFast(&j, line, &facts); ok {
+			if skip {
+				warmup++
+			} else if err := fr.emit(at, rec); err != nil {
+				return err
+			}
+			continue
+		}
 		l.reset()
 		if err := json.Unmarshal(line, &l); err != nil {
 			return src.errorf(n, "malformed line: %v", err)
 		}
-		at := func(format string, args ...any) error { return src.errorf(n, format, args...) }
 		if l.Metadata == nil || l.Metadata.RequestStartNS == nil || l.Metadata.RequestEndNS == nil {
 			return at("malformed line: no metadata.request_start_ns and request_end_ns")
 		}

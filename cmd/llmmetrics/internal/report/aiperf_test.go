@@ -1,10 +1,13 @@
 package report
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
+	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // testdata/aiperf_docs.jsonl, by hand: one successful streaming request
@@ -72,4 +75,29 @@ func TestAIPerfBadInput(t *testing.T) {
 			assert.Contains(t, errOut, tc.msg)
 		})
 	}
+}
+
+// The scanner's fast path and the encoding/json path give the same Record
+// for every fixture line the fast path takes, and it takes the plain ones.
+func TestAIPerfFastPathAgrees(t *testing.T) {
+	fast := 0
+	for _, name := range []string{"testdata/aiperf_docs.jsonl", "testdata/aiperf_derived.jsonl"} {
+		for i, line := range readLines(t, name) {
+			var (
+				j jsonscan.Scanner
+				f aiFacts
+				l aiperfLine
+			)
+			rec, skip, ok := aiperfFast(&j, []byte(line), &f)
+			if !ok || skip {
+				continue
+			}
+			fast++
+			require.NoError(t, json.Unmarshal([]byte(line), &l))
+			want, err := aiperfRecord(&l, &fileRun{run: &run{}, src: &source{name: name}})
+			require.NoError(t, err)
+			assert.Equal(t, want, rec, "%s line %d", name, i+1)
+		}
+	}
+	assert.Equal(t, 3, fast) // the three successful streaming records
 }
