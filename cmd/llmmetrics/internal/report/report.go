@@ -1,17 +1,230 @@
 // Package report is the "llmmetrics report" subcommand: the summary of any
 // benchmark tool's per-request results, and a CI gate.
+//
+// Each input format has a decoder (records.go, vllm.go, aiperf.go,
+// inferenceperf.go, genaiperf.go) that streams its file and hands every
+// request to an emit function as an llmmetrics.Record; the records of all
+// files are summarized as one run by llmmetrics.Summarize.
 package report
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
 )
+
+// Exit statuses of Main.
+const (
+	exitOK   = 0 // every objective passed (or none was given)
+	exitFail = 1 // an objective or the SLO failed
+	exitBad  = 2 // bad flags or bad input
+)
+
+type options struct {
+	format     string
+	slo        llmmetrics.SLO
+	objectives []llmmetrics.Objective
+	attainment float64
+	json       bool
+}
 
 // Main runs "llmmetrics report" with args (the flags and files after the
 // subcommand) and returns the exit status: 0 when every objective passes,
-// 1 when one fails, 2 on bad input.
+// 1 when one fails, 2 on bad input. A FILE of "-" is stdin.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "llmmetrics report: not built yet")
-	return 2
+	var o options
+	fs := flag.NewFlagSet("llmmetrics report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: llmmetrics report [-format auto|records|vllm|aiperf|inference-perf|genai-perf] [-slo S] [-objective O]... [-json] FILE...")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.format, "format", "auto", "input format: auto (detected from the content), "+strings.Join(formatNames(), ", "))
+	fs.Var(&o.slo, "slo", "SLO each request is checked against, e.g. ttft=200ms,tpot=50ms; the gate fails when fewer than -attainment of the requests meet it")
+	fs.Float64Var(&o.attainment, "attainment", llmmetrics.DefaultAttainmentTarget, "share of requests (0–1] that must meet -slo")
+	fs.Func("objective", "percentile objective the run must pass, e.g. 'p95 ttft<=200ms' (repeatable)", func(s string) error {
+		obj, err := llmmetrics.ParseObjective(s)
+		if err != nil {
+			return err
+		}
+		o.objectives = append(o.objectives, obj)
+		return nil
+	})
+	fs.BoolVar(&o.json, "json", false, "print the Summary as JSON (gate lines then go to stderr)")
+	// Flags may come after the files too ("report out.json -slo …"): parse,
+	// take the next file, parse the rest. "--" ends the flags.
+	var files []string
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return exitOK
+			}
+			return exitBad
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			files = append(files, rest...)
+			break
+		}
+		files, rest = append(files, rest[0]), rest[1:]
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "llmmetrics report: no FILE given")
+		fs.Usage()
+		return exitBad
+	}
+	if o.format != "auto" && formatByName(o.format) == nil {
+		fmt.Fprintf(stderr, "llmmetrics report: -format %q: unknown format (want auto, %s)\n", o.format, strings.Join(formatNames(), ", "))
+		return exitBad
+	}
+	if !(o.attainment > 0 && o.attainment <= 1) {
+		fmt.Fprintf(stderr, "llmmetrics report: -attainment %v: want a share in (0, 1]\n", o.attainment)
+		return exitBad
+	}
+
+	run, err := readFiles(ctx, files, o.format, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "llmmetrics report: %v\n", err)
+		return exitBad
+	}
+	sum := llmmetrics.Summarize(run.records, llmmetrics.SummaryOptions{
+		Duration:    run.duration,
+		Percentiles: percentiles(o.objectives),
+		SLO:         o.slo,
+	})
+	checks := gate(sum, o)
+
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(sum); err != nil {
+			fmt.Fprintf(stderr, "llmmetrics report: %v\n", err)
+			return exitBad
+		}
+		writeNotes(stderr, run)
+		writeChecks(stderr, checks)
+	} else {
+		writeSummary(stdout, run, sum)
+		writeChecks(stdout, checks)
+	}
+	for _, c := range checks {
+		if !c.pass {
+			return exitFail
+		}
+	}
+	return exitOK
+}
+
+// percentiles returns the default percentiles plus those the objectives
+// ask for, so that every objective finds its value.
+func percentiles(objs []llmmetrics.Objective) []float64 {
+	ps := []float64{50, 90, 95, 99}
+	for _, o := range objs {
+		if !slices.Contains(ps, o.Percentile) {
+			ps = append(ps, o.Percentile)
+		}
+	}
+	return ps
+}
+
+// run is what the input files hold, as one run.
+type run struct {
+	files   []fileInfo
+	records []llmmetrics.Record
+	// duration is the run duration to divide by; 0 lets Summarize take
+	// max(End) − min(Start) over the records.
+	duration time.Duration
+	notes    []string // what the formats could not provide, said once each
+
+	clock       string        // the clock of the files read so far
+	clockFile   string        // the first file, named when another's clock differs
+	relDuration time.Duration // Σ durations of clockRelative files
+}
+
+// relativeBase is where the next clockRelative document's requests start:
+// after the previous documents' durations (documents are laid end to end).
+func (r *run) relativeBase() time.Time {
+	return time.Unix(0, 0).UTC().Add(r.relDuration)
+}
+
+// addRelative adds a clockRelative document's own duration to the run.
+func (r *run) addRelative(d time.Duration) { r.relDuration += d }
+
+// fileInfo is one input file as read.
+type fileInfo struct {
+	name    string
+	format  *format
+	records int
+}
+
+// readFiles decodes every file, in order, into one run.
+func readFiles(ctx context.Context, names []string, formatName string, stdin io.Reader) (*run, error) {
+	r := &run{}
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := r.readFile(name, formatName, stdin); err != nil {
+			return nil, err
+		}
+	}
+	if r.clock == clockRelative {
+		r.duration = r.relDuration
+	}
+	return r, nil
+}
+
+func (r *run) readFile(name, formatName string, stdin io.Reader) error {
+	var in io.Reader
+	if name == "-" {
+		in, name = stdin, "<stdin>"
+	} else {
+		f, err := os.Open(name)
+		if err != nil {
+			return err // *PathError names the file
+		}
+		defer f.Close()
+		in = f
+	}
+	src := newSource(name, in)
+	var fm *format
+	if formatName == "auto" {
+		var err error
+		if fm, err = detect(src); err != nil {
+			return err
+		}
+	} else {
+		fm = formatByName(formatName)
+	}
+	if r.clock != "" && r.clock != fm.clock {
+		return fmt.Errorf("%s: its times (%s, %s) cannot be put on one timeline with %s's (%s): report them apart",
+			name, fm.name, fm.clock, r.clockFile, r.clock)
+	}
+	if r.clock == "" {
+		r.clock, r.clockFile = fm.clock, name
+	}
+	before := len(r.records)
+	fr := &fileRun{run: r, src: src}
+	if err := fm.decode(fr); err != nil {
+		return err
+	}
+	r.files = append(r.files, fileInfo{name: name, format: fm, records: len(r.records) - before})
+	for _, n := range fm.notes {
+		if !slices.Contains(r.notes, n) {
+			r.notes = append(r.notes, n)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,69 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/llmmetrics/llmmetrics"
+)
+
+// The format of `llmmetrics bench`'s DIR/records.jsonl (docs/command.md):
+// one JSON object per line, {"mode", "load", "repeat", "record"}, where
+// record is an llmmetrics.Record in its own JSON form.
+func init() {
+	formats = append(formats, &format{
+		name:   "records",
+		detect: func(h []byte) bool { return h[0] == '{' && bytes.Contains(firstLine(h), []byte(`"record"`)) },
+		decode: decodeRecords,
+		clock:  clockWall,
+		ttft:   "llmmetrics: the first chunk that carries tokens (reasoning or answer), measured by the client",
+	})
+}
+
+// firstLine returns h up to its first newline.
+func firstLine(h []byte) []byte {
+	if i := bytes.IndexByte(h, '\n'); i >= 0 {
+		return h[:i]
+	}
+	return h
+}
+
+// benchLine is one line of records.jsonl.
+type benchLine struct {
+	Mode   string             `json:"mode"`
+	Load   float64            `json:"load"`
+	Repeat int                `json:"repeat"`
+	Record *llmmetrics.Record `json:"record"`
+}
+
+func decodeRecords(fr *fileRun) error {
+	src := fr.src
+	levels := map[[2]any]bool{}
+	for {
+		line, n, err := src.nextLine()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		var bl benchLine
+		if err := json.Unmarshal(line, &bl); err != nil {
+			return src.errorf(n, "malformed line: %v", err)
+		}
+		if bl.Record == nil {
+			return src.errorf(n, `malformed line: no "record"`)
+		}
+		levels[[2]any{bl.Mode, bl.Load}] = true
+		at := func(format string, args ...any) error { return src.errorf(n, format, args...) }
+		if err := fr.emit(at, *bl.Record); err != nil {
+			return err
+		}
+	}
+	if len(levels) > 1 {
+		fr.note(src.name + ": holds several load levels, summarized here as one run")
+	}
+	return nil
+}

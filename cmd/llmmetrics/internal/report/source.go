@@ -1,0 +1,277 @@
+package report
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
+)
+
+// format is one input format: its name for -format, how to recognise it
+// from the first bytes of a file, and its decoder.
+type format struct {
+	name string
+	// detect reports whether head (the first bytes of a file, leading
+	// white space removed) is this format's.
+	detect func(head []byte) bool
+	// decode reads the whole file and emits every request.
+	decode func(fr *fileRun) error
+	// notes say what this format cannot provide (e.g. no ITL); printed
+	// with the summary.
+	notes []string
+	// ttft says which TTFT definition the numbers follow.
+	ttft string
+	// clock says what the format's times are measured on: clockWall
+	// (Unix time), clockMonotonic (a monotonic clock of the machine, e.g.
+	// Python's time.perf_counter: comparable between files of one machine
+	// since boot) or clockRelative (vLLM: each file's times are its own, so
+	// files are laid end to end and the run duration is the sum of the
+	// durations they state). Files on different clocks are not one run.
+	clock string
+}
+
+const (
+	clockWall      = "wall-clock"
+	clockMonotonic = "monotonic (perf_counter)"
+	clockRelative  = "per-file relative"
+)
+
+// formats lists the formats in detection order.
+var formats []*format
+
+func formatByName(name string) *format {
+	for _, f := range formats {
+		if f.name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+func formatNames() []string {
+	var ns []string
+	for _, f := range formats {
+		ns = append(ns, f.name)
+	}
+	return ns
+}
+
+// headSize is how much of a file detection looks at.
+const headSize = 64 << 10
+
+// readBufSize is the read buffer of every file: the memory a file's text
+// costs, whatever its size.
+const readBufSize = 256 << 10
+
+// source is one input file being read: a buffered reader that counts lines
+// for the JSON Lines formats.
+type source struct {
+	name string
+	br   *bufio.Reader
+	line int    // the number of the line last returned by nextLine
+	buf  []byte // a line longer than the read buffer, assembled
+}
+
+func newSource(name string, r io.Reader) *source {
+	return &source{name: name, br: bufio.NewReaderSize(r, readBufSize)}
+}
+
+// errorf returns an error naming the file and line.
+func (s *source) errorf(line int, format string, args ...any) error {
+	return &inputError{file: s.name, line: line, msg: fmt.Sprintf(format, args...)}
+}
+
+// errorAt returns an error naming the file and the line that holds byte
+// offset off: the file is read again to count lines (errors are rare, and
+// the decoders of whole JSON documents do not count lines as they go).
+// Stdin cannot be read again; its errors name the byte offset.
+func (s *source) errorAt(off int64, format string, args ...any) error {
+	e := &inputError{file: s.name, msg: fmt.Sprintf(format, args...)}
+	if line, ok := lineAt(s.name, off); ok {
+		e.line = line
+	} else {
+		e.offset = off + 1
+	}
+	return e
+}
+
+// lineAt returns the 1-based number of the line that holds byte offset off
+// of the file name.
+func lineAt(name string, off int64) (int, bool) {
+	f, err := os.Open(name)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, readBufSize)
+	line := 1
+	for i := int64(0); i < off; i++ {
+		b, err := br.ReadByte()
+		if err != nil {
+			break
+		}
+		if b == '\n' {
+			line++
+		}
+	}
+	return line, true
+}
+
+// inputError is bad input, named by file and line (or byte offset).
+type inputError struct {
+	file   string
+	line   int
+	offset int64
+	msg    string
+}
+
+func (e *inputError) Error() string {
+	switch {
+	case e.line > 0:
+		return fmt.Sprintf("%s:%d: %s", e.file, e.line, e.msg)
+	case e.offset > 0:
+		return fmt.Sprintf("%s: byte %d: %s", e.file, e.offset, e.msg)
+	}
+	return fmt.Sprintf("%s: %s", e.file, e.msg)
+}
+
+// head returns up to headSize first bytes of the file without consuming
+// them, leading white space (and a UTF-8 byte order mark) skipped.
+func (s *source) head() ([]byte, error) {
+	b, err := s.br.Peek(headSize)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, &inputError{file: s.name, msg: err.Error()}
+	}
+	b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))
+	return bytes.TrimLeft(b, " \t\r\n"), nil
+}
+
+// detect returns the format of the file, from its first bytes.
+func detect(s *source) (*format, error) {
+	h, err := s.head()
+	if err != nil {
+		return nil, err
+	}
+	if len(h) == 0 {
+		return nil, s.errorf(1, "empty file: nothing to report")
+	}
+	for _, f := range formats {
+		if f.detect(h) {
+			return f, nil
+		}
+	}
+	return nil, s.errorf(1, "unknown format: not %s (name one with -format)", joinOr(formatNames()))
+}
+
+func joinOr(ns []string) string {
+	if len(ns) < 2 {
+		return fmt.Sprint(ns)
+	}
+	out := ""
+	for i, n := range ns {
+		switch {
+		case i == 0:
+		case i == len(ns)-1:
+			out += " or "
+		default:
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}
+
+// nextLine returns the next non-blank line (without its end of line) and
+// its number, or io.EOF. The slice is valid until the next call. A line
+// longer than the read buffer is assembled in s.buf.
+func (s *source) nextLine() ([]byte, int, error) {
+	for {
+		line, err := s.br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			s.buf = append(s.buf[:0], line...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				line, err = s.br.ReadSlice('\n')
+				s.buf = append(s.buf, line...)
+			}
+			line = s.buf
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, s.line + 1, s.errorf(s.line+1, "%v", err)
+		}
+		if len(line) == 0 && err != nil {
+			return nil, s.line, io.EOF
+		}
+		s.line++
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			return t, s.line, nil
+		}
+		if err != nil {
+			return nil, s.line, io.EOF
+		}
+	}
+}
+
+// fileRun is what a decoder writes into: the run's records.
+type fileRun struct {
+	run *run
+	src *source
+}
+
+// emit validates rec (read at line, or at byte offset off when line is 0)
+// and adds it to the run. A record whose times are out of order is bad
+// input.
+func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmetrics.Record) error {
+	if why := outOfOrder(&rec); why != "" {
+		return where("record times out of order: %s", why)
+	}
+	fr.run.records = append(fr.run.records, rec)
+	return nil
+}
+
+// outOfOrder says why rec's times are not Start ≤ FirstToken ≤ FirstOutput
+// ≤ End and FirstToken ≤ LastToken ≤ End, or a gap is negative ("" when
+// they are in order).
+func outOfOrder(r *llmmetrics.Record) string {
+	if r.Start.IsZero() {
+		return "no start time"
+	}
+	if r.End.Before(r.Start) {
+		return fmt.Sprintf("end %v before start", r.End.Sub(r.Start))
+	}
+	if !r.FirstToken.IsZero() {
+		if r.FirstToken.Before(r.Start) {
+			return fmt.Sprintf("first token %v before start", r.FirstToken.Sub(r.Start))
+		}
+		if r.End.Before(r.FirstToken) {
+			return fmt.Sprintf("end %v before the first token", r.End.Sub(r.FirstToken))
+		}
+		if !r.LastToken.IsZero() {
+			if r.LastToken.Before(r.FirstToken) {
+				return fmt.Sprintf("last token %v before the first token", r.LastToken.Sub(r.FirstToken))
+			}
+			if r.End.Before(r.LastToken) {
+				return fmt.Sprintf("end %v before the last token", r.End.Sub(r.LastToken))
+			}
+		}
+	}
+	if !r.FirstOutput.IsZero() && (r.FirstOutput.Before(r.Start) || r.End.Before(r.FirstOutput)) {
+		return "first output token outside [start, end]"
+	}
+	if slices.ContainsFunc(r.ITL, func(d time.Duration) bool { return d < 0 }) {
+		return "a negative inter-token gap"
+	}
+	return ""
+}
+
+// note records something the reader should know about the run (said once).
+func (fr *fileRun) note(s string) {
+	if !slices.Contains(fr.run.notes, s) {
+		fr.run.notes = append(fr.run.notes, s)
+	}
+}
