@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/saturation"
 )
 
 // Exit statuses of Main.
@@ -50,7 +51,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	fs.StringVar(&o.format, "format", "auto", "input format: auto (detected from the content), "+strings.Join(formatNames(), ", "))
 	fs.Var(&o.slo, "slo", "SLO each request is checked against, e.g. ttft=200ms,tpot=50ms; the gate fails when fewer than -attainment of the requests meet it")
-	fs.Float64Var(&o.attainment, "attainment", llmmetrics.DefaultAttainmentTarget, "share of requests (0–1] that must meet -slo")
+	fs.Float64Var(&o.attainment, "attainment", saturation.DefaultAttainmentTarget, "share of requests (0–1] that must meet -slo")
 	fs.Func("objective", "percentile objective the run must pass, e.g. 'p95 ttft<=200ms' (repeatable)", func(s string) error {
 		obj, err := llmmetrics.ParseObjective(s)
 		if err != nil {
