@@ -231,3 +231,22 @@ func formatOf(fixture string) string {
 	}
 	return "auto"
 }
+
+// testdata/records_bench.jsonl, a real bench run's first three records;
+// figures from their timestamps: the run spans 16,109,057 ns; TTFTs
+// 9,989,247, 7,876,948 and 2,936,373 ns; E2ELs 11,613,994, 9,736,970 and
+// 4,403,763 ns; TPOTs 541,582.33, 620,007.33 and 489,130 ns.
+func TestRecordsFromBench(t *testing.T) {
+	s := summaryOf(t, "testdata/records_bench.jsonl")
+	assert.Equal(t, 3, s.Completed)
+	assert.Equal(t, 16109057*time.Nanosecond, s.Duration)
+	assert.Equal(t, 50, s.InputTokens)
+	assert.Equal(t, 12, s.OutputTokens)
+	assert.Equal(t, 6934189*time.Nanosecond, s.TTFT.Mean) // 20,802,568 / 3
+	assert.Equal(t, 6934189*time.Nanosecond, s.TTFO.Mean) // first_output = first_token
+	assert.Equal(t, 11613994*time.Nanosecond, s.E2EL.Max)
+	assert.Equal(t, 550240*time.Nanosecond, s.TPOT.Mean) // 550,239.89 rounded
+	assert.Equal(t, 9, s.ITL.Count)
+	assert.Equal(t, 1860022*time.Nanosecond, s.ITL.Max)
+	assert.Equal(t, 2, s.PeakConcurrency)
+}
