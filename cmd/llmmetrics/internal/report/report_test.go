@@ -201,7 +201,7 @@ func TestFlagsAfterFiles(t *testing.T) {
 // panic, never a silent partial summary of a JSON document.
 func TestTruncatedFixtures(t *testing.T) {
 	dir := t.TempDir()
-	for _, fx := range []string{"records.jsonl", "aiperf_docs.jsonl", "aiperf_derived.jsonl", "vllm_detailed.json",
+	for _, fx := range []string{"records.jsonl", "records_bench.jsonl", "aiperf_docs.jsonl", "aiperf_derived.jsonl", "vllm_detailed.json",
 		"vllm_append_no_start_times.json", "inference_perf_shape.json", "inference_perf_errors.json",
 		"genai_perf_docs.json", "genai_perf_triton_test.json"} {
 		b, err := os.ReadFile(filepath.Join("testdata", fx))
