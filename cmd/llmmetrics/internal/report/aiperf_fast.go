@@ -157,8 +157,8 @@ func aiperfFast(j *jsonscan.Scanner, line []byte, f *aiFacts) (rec llmmetrics.Re
 			if next, good = j.Skip(i, 4); !good {
 				return rec, false, false
 			}
-			d, good := aiDuration(line, span{i, next}, f.icl.unit)
-			if !good {
+			d, valid := aiDuration(line, span{i, next}, f.icl.unit)
+			if !valid {
 				return rec, false, false
 			}
 			f.gaps = append(f.gaps, d)

@@ -223,6 +223,7 @@ func (r *run) readFile(name, formatName string, stdin io.Reader) error {
 	}
 	r.files = append(r.files, fileInfo{name: name, format: fm, records: len(r.records) - before})
 	for _, n := range fm.notes {
+		n = fm.name + ": " + n
 		if !slices.Contains(r.notes, n) {
 			r.notes = append(r.notes, n)
 		}

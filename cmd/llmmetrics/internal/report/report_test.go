@@ -195,3 +195,58 @@ func TestFlagsAfterFiles(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "open -objective")
 }
+
+// Every fixture cut short anywhere is either still whole lines (JSON Lines
+// formats: exit 0) or bad input (exit 2) named with the file; never a
+// panic, never a silent partial summary of a JSON document.
+func TestTruncatedFixtures(t *testing.T) {
+	dir := t.TempDir()
+	for _, fx := range []string{"records.jsonl", "records_bench.jsonl", "aiperf_docs.jsonl", "aiperf_derived.jsonl", "vllm_detailed.json",
+		"vllm_append_no_start_times.json", "inference_perf_shape.json", "inference_perf_errors.json",
+		"genai_perf_docs.json", "genai_perf_triton_test.json"} {
+		b, err := os.ReadFile(filepath.Join("testdata", fx))
+		require.NoError(t, err)
+		jsonl := strings.HasSuffix(fx, ".jsonl")
+		for cut := 1; cut < len(b)-1; cut += 1 + len(b)/97 {
+			if jsonl && (b[cut-1] == '\n' || b[cut] == '\n') {
+				continue // whole lines: a valid shorter file
+			}
+			f := writeFile(t, dir, "cut-"+fx, string(b[:cut]))
+			code, _, errOut := runReport(t, "-format", formatOf(fx), f)
+			if strings.HasPrefix(fx, "vllm_append") && code == 0 {
+				continue // cut after the first document: one whole result
+			}
+			require.Equal(t, 2, code, "%s cut at %d: %s", fx, cut, errOut)
+			assert.Contains(t, errOut, "cut-"+fx)
+		}
+	}
+}
+
+func formatOf(fixture string) string {
+	for _, p := range []struct{ prefix, format string }{{"records", "records"}, {"aiperf", "aiperf"}, {"vllm", "vllm"},
+		{"inference_perf", "inference-perf"}, {"genai_perf", "genai-perf"}} {
+		if strings.HasPrefix(fixture, p.prefix) {
+			return p.format
+		}
+	}
+	return "auto"
+}
+
+// testdata/records_bench.jsonl, a real bench run's first three records;
+// figures from their timestamps: the run spans 16,109,057 ns; TTFTs
+// 9,989,247, 7,876,948 and 2,936,373 ns; E2ELs 11,613,994, 9,736,970 and
+// 4,403,763 ns; TPOTs 541,582.33, 620,007.33 and 489,130 ns.
+func TestRecordsFromBench(t *testing.T) {
+	s := summaryOf(t, "testdata/records_bench.jsonl")
+	assert.Equal(t, 3, s.Completed)
+	assert.Equal(t, 16109057*time.Nanosecond, s.Duration)
+	assert.Equal(t, 50, s.InputTokens)
+	assert.Equal(t, 12, s.OutputTokens)
+	assert.Equal(t, 6934189*time.Nanosecond, s.TTFT.Mean) // 20,802,568 / 3
+	assert.Equal(t, 6934189*time.Nanosecond, s.TTFO.Mean) // first_output = first_token
+	assert.Equal(t, 11613994*time.Nanosecond, s.E2EL.Max)
+	assert.Equal(t, 550240*time.Nanosecond, s.TPOT.Mean) // 550,239.89 rounded
+	assert.Equal(t, 9, s.ITL.Count)
+	assert.Equal(t, 1860022*time.Nanosecond, s.ITL.Max)
+	assert.Equal(t, 2, s.PeakConcurrency)
+}
