@@ -83,9 +83,13 @@ type anthropicBlock struct {
 	Text string `json:"text"`
 }
 
+// anthropicUsage is a message's usage. Anthropic's input_tokens excludes
+// the tokens read from the cache (cache_read_input_tokens), sent only when
+// the fake server's prefix cache is on.
 type anthropicUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens          int  `json:"input_tokens"`
+	CacheReadInputTokens *int `json:"cache_read_input_tokens,omitempty"`
+	OutputTokens         int  `json:"output_tokens"`
 }
 
 // anthropicEncoder writes a Messages API answer.
@@ -98,9 +102,15 @@ func (anthropicEncoder) streamHeader(h http.Header) bool {
 }
 
 func (anthropicEncoder) message(e *emitter) anthropicMessage {
+	u := anthropicUsage{InputTokens: e.j.prompt, OutputTokens: e.sent}
+	if e.s.cfg.SharedPrefixTokens > 0 {
+		cached := e.j.cached
+		u.InputTokens -= cached
+		u.CacheReadInputTokens = &cached
+	}
 	return anthropicMessage{
 		ID: "msg_" + strconv.Itoa(e.id), Type: "message", Role: "assistant", Model: e.s.cfg.Model,
-		Content: []anthropicBlock{}, Usage: anthropicUsage{InputTokens: e.j.prompt, OutputTokens: e.sent},
+		Content: []anthropicBlock{}, Usage: u,
 	}
 }
 

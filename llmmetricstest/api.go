@@ -79,6 +79,7 @@ func (s *Server) routes() http.Handler {
 	handle("POST /api/chat", ollamaProtocol{chat: true})
 	handle("POST /api/generate", ollamaProtocol{})
 	mux.HandleFunc("GET /v1/models", s.models)
+	mux.HandleFunc("GET /metrics", s.metrics) // metrics.go
 	return mux
 }
 
@@ -163,7 +164,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p protocol) {
 		p.writeError(w, j.fail, "llmmetricstest: injected rate limit")
 		return
 	}
-	s.count(func(st *Stats) { st.PromptTokens += j.prompt })
+	s.count(func(st *Stats) {
+		st.PromptTokens += j.prompt
+		st.CachedPromptTokens += j.cached
+		s.gauges.queries += j.prompt
+		s.gauges.hits += j.cached
+	})
 
 	e := &emitter{s: s, w: w, j: j, p: p, enc: enc, id: id, start: start, created: time.Now()}
 	if c.stream {

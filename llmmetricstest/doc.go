@@ -48,7 +48,9 @@
 //   - OpenAI POST /v1/chat/completions and /v1/completions (SSE,
 //     stream_options.include_usage, vLLM's continuous_usage_stats,
 //     max_tokens / max_completion_tokens) and /v1/responses (the
-//     Responses API's events, max_output_tokens); GET /v1/models;
+//     Responses API's events, max_output_tokens); GET /v1/models; GET /metrics (the
+//     scheduler's state in vLLM's Prometheus names: running, waiting,
+//     KV-cache usage, preemptions, prefix-cache queries and hits);
 //   - Anthropic POST /v1/messages (message_start with the input tokens,
 //     message_delta with the cumulative output tokens, max_tokens);
 //   - Gemini POST /v1beta/models/{model}:streamGenerateContent (SSE with

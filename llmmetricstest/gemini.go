@@ -131,10 +131,13 @@ type geminiPart struct {
 }
 
 type geminiUsage struct {
-	PromptTokenCount     int                 `json:"promptTokenCount"`
-	CandidatesTokenCount int                 `json:"candidatesTokenCount"`
-	TotalTokenCount      int                 `json:"totalTokenCount"`
-	PromptTokensDetails  []geminiModalityCnt `json:"promptTokensDetails"`
+	PromptTokenCount     int `json:"promptTokenCount"`
+	CandidatesTokenCount int `json:"candidatesTokenCount"`
+	TotalTokenCount      int `json:"totalTokenCount"`
+	// CachedContentTokenCount is the part of PromptTokenCount read from
+	// the cache (sent when the fake server's prefix cache served some).
+	CachedContentTokenCount int                 `json:"cachedContentTokenCount,omitempty"`
+	PromptTokensDetails     []geminiModalityCnt `json:"promptTokensDetails"`
 }
 
 type geminiModalityCnt struct {
@@ -171,7 +174,8 @@ func (g *geminiEncoder) response(e *emitter, text string, finish bool) geminiRes
 		Candidates: []geminiCandidate{c},
 		UsageMetadata: geminiUsage{
 			PromptTokenCount: p, CandidatesTokenCount: e.sent, TotalTokenCount: p + e.sent,
-			PromptTokensDetails: []geminiModalityCnt{{Modality: "TEXT", TokenCount: p}},
+			CachedContentTokenCount: e.j.cached,
+			PromptTokensDetails:     []geminiModalityCnt{{Modality: "TEXT", TokenCount: p}},
 		},
 		ModelVersion: e.s.cfg.Model,
 		ResponseID:   "llmmetricstest-" + strconv.Itoa(e.id),

@@ -78,13 +78,25 @@ func openAIError(status int, msg string) any {
 }
 
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int            `json:"prompt_tokens"`
+	CompletionTokens    int            `json:"completion_tokens"`
+	TotalTokens         int            `json:"total_tokens"`
+	PromptTokensDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
 }
 
-func newUsage(prompt, completion int) *usage {
-	return &usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+// promptDetails is usage.prompt_tokens_details (OpenAI; vLLM sends it
+// with cached_tokens when prefix caching is on). Sent only when the fake
+// server's prefix cache is on.
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+func newUsage(e *emitter) *usage {
+	u := &usage{PromptTokens: e.j.prompt, CompletionTokens: e.sent, TotalTokens: e.j.prompt + e.sent}
+	if e.s.cfg.SharedPrefixTokens > 0 {
+		u.PromptTokensDetails = &promptDetails{CachedTokens: e.j.cached}
+	}
+	return u
 }
 
 type delta struct {
@@ -142,7 +154,7 @@ func (o *openAIEncoder) base(e *emitter) chunk {
 		c.ID, c.Object = "cmpl-"+strconv.Itoa(e.id), "text_completion"
 	}
 	if o.continuous {
-		c.Usage = newUsage(e.j.prompt, e.sent)
+		c.Usage = newUsage(e)
 	} else if o.includeUsage {
 		c.Usage = jsonNull
 	}
@@ -192,7 +204,7 @@ func (o *openAIEncoder) end(e *emitter) {
 	if o.includeUsage {
 		u := o.base(e)
 		u.Choices = []choice{}
-		u.Usage = newUsage(e.j.prompt, e.sent)
+		u.Usage = newUsage(e)
 		e.sse("", u)
 	}
 	e.write([]byte("data: [DONE]\n\n"))
@@ -205,7 +217,7 @@ func (o *openAIEncoder) fail(e *emitter, msg string) {
 
 func (o *openAIEncoder) whole(e *emitter, text string) {
 	c := o.base(e)
-	c.Usage = newUsage(e.j.prompt, e.sent)
+	c.Usage = newUsage(e)
 	ch := choice{Logprobs: jsonNull, FinishReason: o.finishReason(e)}
 	if o.chat {
 		c.Object = "chat.completion"
@@ -337,7 +349,7 @@ func (r *responsesEncoder) response(e *emitter, status string) *response {
 		resp.IncompleteDetails = &incomplete{Reason: "max_output_tokens"}
 	}
 	resp.Usage = &responseUsage{
-		InputTokens: e.j.prompt, InputTokensDetails: map[string]int{"cached_tokens": 0},
+		InputTokens: e.j.prompt, InputTokensDetails: map[string]int{"cached_tokens": e.j.cached},
 		OutputTokens: e.sent, OutputTokensDetails: map[string]int{"reasoning_tokens": 0},
 		TotalTokens: e.j.prompt + e.sent,
 	}

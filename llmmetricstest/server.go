@@ -151,6 +151,26 @@ type ServerConfig struct {
 	// PauseDuration is the length of a stall (default 1s when PauseRate > 0).
 	PauseDuration time.Duration
 
+	// SharedPrefixTokens, when positive, turns on the prefix cache: the
+	// first SharedPrefixTokens tokens of every prompt (at most its length
+	// − 1, as vLLM always computes the last prompt token) are a prefix
+	// shared with other requests, e.g. a system prompt. Request n (its id,
+	// from 1 in the order requests reach the server) uses prefix
+	// n mod PrefixGroups; prefixes are looked up in the order the
+	// scheduler receives requests. A request
+	// whose prefix is in the cache has those tokens cached: they are not
+	// prefilled, and its usage reports them (OpenAI
+	// prompt_tokens_details.cached_tokens and the Responses API's
+	// input_tokens_details.cached_tokens, Anthropic cache_read_input_tokens
+	// with input_tokens the rest, Gemini cachedContentTokenCount; Ollama
+	// has no such field). Default 0: no prefix cache, no cached tokens.
+	SharedPrefixTokens int
+	// PrefixGroups is the number of distinct shared prefixes (default 1).
+	PrefixGroups int
+	// PrefixCacheEntries bounds the prefix cache, in prefixes, evicting the
+	// least recently used (default: PrefixGroups, all fit).
+	PrefixCacheEntries int
+
 	// Speedup divides every simulated duration (steps and pauses), to run
 	// a demo on real time faster without retuning the other fields
 	// (default 1; Speedup 10 makes BaseTPOT 1ms). Values below 0 count as 1.
@@ -196,6 +216,9 @@ func (cfg ServerConfig) withDefaults() ServerConfig {
 	if cfg.KVBudget == 0 {
 		cfg.KVBudget = DefaultKVBudget
 	}
+	if cfg.SharedPrefixTokens < 0 {
+		cfg.SharedPrefixTokens = 0
+	}
 	if cfg.OutputMin <= 0 && cfg.OutputMax <= 0 {
 		cfg.OutputMin, cfg.OutputMax = DefaultOutputMin, DefaultOutputMax
 	}
@@ -234,6 +257,11 @@ type Stats struct {
 	// CompletionTokens is the number of completion tokens sent to clients
 	// (content chunks written, or the completion tokens of JSON answers).
 	CompletionTokens int
+	// CachedPromptTokens is the sum of the prompt tokens served from the
+	// prefix cache (ServerConfig.SharedPrefixTokens), over the requests
+	// counted in PromptTokens: the truth behind the usage's cached counts
+	// and /metrics' vllm:prefix_cache_hits_total.
+	CachedPromptTokens int
 	// Preemptions counts KV-cache preemptions (a request may be preempted
 	// more than once).
 	Preemptions int
@@ -300,10 +328,14 @@ type Server struct {
 	nextID    int
 	closeOnce sync.Once
 
+	// gauges is what /metrics serves, published by the scheduler under mu.
+	gauges gauges
+
 	// Scheduler state, touched only by the scheduler goroutine.
-	rng     *rand.Rand
-	waiting []*job
-	running []*job
+	rng      *rand.Rand
+	waiting  []*job
+	running  []*job
+	prefixes []int // the prefix cache: group numbers, least recently used first
 }
 
 // NewServer starts a fake server on a loopback port (an httptest.Server).
@@ -412,13 +444,15 @@ type job struct {
 	canceled atomic.Bool
 
 	// plan, set by the scheduler before ready is closed.
-	fail     int // HTTP status of an injected failure (500 or 429); 0: none
-	target   int
-	length   bool // target capped by maxOut
-	cutAt    int  // tokens sent before the cut; -1: none
-	errAt    int  // tokens sent before the error event; -1: none
-	pauseAt  int  // tokens sent before the pause; -1: none
-	needPref int  // tokens to prefill in the next step (0: decoding)
+	fail      int // HTTP status of an injected failure (500 or 429); 0: none
+	target    int
+	length    bool // target capped by maxOut
+	cutAt     int  // tokens sent before the cut; -1: none
+	errAt     int  // tokens sent before the error event; -1: none
+	pauseAt   int  // tokens sent before the pause; -1: none
+	needPref  int  // tokens to prefill in the next step (0: decoding)
+	cached    int  // prompt tokens served from the prefix cache
+	prefilled bool // the first prefill (the one the cache shortens) is done
 }
 
 // run is the scheduler goroutine.
@@ -503,7 +537,57 @@ func (s *Server) plan(j *job) {
 	if c.PauseRate > 0 && r.Float64() < c.PauseRate {
 		j.pauseAt = 1 + r.IntN(max(n-1, 1))
 	}
+	j.cached = s.lookupPrefix(j)
 	s.waiting = append(s.waiting, j)
+	s.publish()
+}
+
+// lookupPrefix returns how many of j's prompt tokens the prefix cache
+// holds, and caches j's prefix (evicting the least recently used).
+func (s *Server) lookupPrefix(j *job) int {
+	c := &s.cfg
+	if c.SharedPrefixTokens <= 0 {
+		return 0
+	}
+	groups := max(c.PrefixGroups, 1)
+	entries := c.PrefixCacheEntries
+	if entries <= 0 {
+		entries = groups
+	}
+	group := j.id % groups
+	hit := false
+	for i, g := range s.prefixes {
+		if g == group {
+			s.prefixes = append(s.prefixes[:i], s.prefixes[i+1:]...)
+			hit = true
+			break
+		}
+	}
+	if len(s.prefixes) >= entries {
+		s.prefixes = s.prefixes[1:]
+	}
+	s.prefixes = append(s.prefixes, group)
+	if !hit {
+		return 0
+	}
+	return max(min(c.SharedPrefixTokens, j.prompt-1), 0)
+}
+
+// gauges are the scheduler's state as /metrics serves it.
+type gauges struct {
+	running, waiting, kvUsed int
+	queries, hits            int // prefix-cache counters, in prompt tokens
+}
+
+// publish copies the scheduler's state for /metrics.
+func (s *Server) publish() {
+	used := 0
+	for _, j := range s.running {
+		used += j.kv()
+	}
+	s.mu.Lock()
+	s.gauges.running, s.gauges.waiting, s.gauges.kvUsed = len(s.running), len(s.waiting), used
+	s.mu.Unlock()
 }
 
 // prune drops canceled requests from the queue and the batch.
@@ -538,6 +622,9 @@ func (s *Server) admit() {
 		}
 		used += j.kv()
 		j.needPref = j.kv()
+		if !j.prefilled {
+			j.needPref = max(j.needPref-j.cached, 1)
+		}
 		s.waiting[0] = nil
 		s.waiting = s.waiting[1:]
 		s.running = append(s.running, j)
@@ -545,6 +632,7 @@ func (s *Server) admit() {
 	s.mu.Lock()
 	s.stats.MaxRunning = max(s.stats.MaxRunning, len(s.running))
 	s.mu.Unlock()
+	s.publish()
 }
 
 // stepDuration returns the duration of the next step (see ServerConfig).
@@ -587,6 +675,7 @@ func (s *Server) finishStep() {
 			continue
 		}
 		j.needPref = 0
+		j.prefilled = true
 		n := j.produced.Add(1)
 		if int(n) >= j.target {
 			j.finished.Store(true)
@@ -615,6 +704,7 @@ func (s *Server) finishStep() {
 		s.stats.Preemptions += preempted
 		s.mu.Unlock()
 	}
+	s.publish()
 }
 
 // errServerClosed reports a request made after Close.

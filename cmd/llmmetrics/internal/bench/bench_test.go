@@ -267,3 +267,43 @@ func TestLiveProgressLine(t *testing.T) {
 		assert.Contains(t, out, "\r\033[Kconcurrency 2     done:", "the live line is cleared before the level's line")
 	})
 }
+
+// TestServerTelemetry: by default the run watches the fake server's
+// /metrics; each level keeps what it said, the table and the charts show
+// it, and the figures the fake server does not export are told once.
+func TestServerTelemetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{
+			"-concurrency", "1,64", "-speedup", "20", "-repeats", "1", "-out", dir,
+		}, testEnv(&stdout, &stderr, nil))
+		require.Equal(t, 0, code, "stderr: %s", stderr.String())
+		res := readResults(t, dir)
+		require.Len(t, res.Levels, 2)
+		low, high := res.Levels[0].Server, res.Levels[1].Server
+		require.NotNil(t, low)
+		require.NotNil(t, high)
+		for _, p := range []*float64{low.RequestsRunning, low.RequestsWaiting, low.KVCacheUsage, low.Preemptions, high.KVCacheUsage, high.RequestsWaiting, high.Preemptions} {
+			require.NotNil(t, p)
+		}
+		assert.LessOrEqual(t, *low.RequestsRunning, 1.0, "one request at a time")
+		assert.Zero(t, *low.RequestsWaiting)
+		assert.Zero(t, *low.Preemptions)
+		assert.Greater(t, *high.KVCacheUsage, *low.KVCacheUsage)
+		assert.Greater(t, *high.RequestsWaiting, 1.0, "64 streams overflow a batch of 32")
+		assert.Positive(t, *high.Preemptions, "the KV budget of the default run preempts at 64")
+		assert.LessOrEqual(t, *high.KVCacheUsageMax, 1.0)
+		assert.Nil(t, high.PowerWatts, "the fake server has no GPU")
+		assert.Nil(t, high.OutputTokensPerJoule)
+
+		assert.Contains(t, stdout.String(), "KV")
+		assert.Contains(t, stdout.String(), "waiting")
+		assert.Equal(t, 1, strings.Count(stderr.String(), "no endpoint reports gpu_utilization"), "told once: %s", stderr.String())
+		for _, f := range []string{"kv_cache.svg", "queue.svg"} {
+			svg, err := os.ReadFile(filepath.Join(dir, f))
+			require.NoError(t, err)
+			assert.Contains(t, string(svg), "<svg")
+		}
+	})
+}

@@ -226,8 +226,39 @@ func (h *horizontalLine) Plot(c draw.Canvas, p *plot.Plot) {
 	c.FillText(ts, vg.Point{X: c.Min.X + vg.Points(4), Y: yc + vg.Points(2)}, h.Label)
 }
 
-// serverCharts are the charts of server telemetry (none without it).
-func serverCharts(Results) []chart { return nil }
+// serverCharts are the charts of server telemetry: KV-cache use and the
+// queue against load, each drawn when some level reported it.
+func serverCharts(r Results) []chart {
+	kv := series{name: "KV cache in use (mean over the level)", color: purple}
+	kvMax := series{name: "KV cache in use (largest scrape)", color: purple, dashed: true}
+	wait := series{name: "requests waiting (mean)", color: red}
+	waitMax := series{name: "requests waiting (largest scrape)", color: red, dashed: true}
+	run := series{name: "requests running (mean)", color: blue}
+	add := func(s *series, x float64, v *float64, scale float64) {
+		if v != nil {
+			s.xys = append(s.xys, plotter.XY{X: x, Y: *v * scale})
+		}
+	}
+	for _, l := range r.Levels {
+		if l.Server == nil {
+			continue
+		}
+		add(&kv, l.Load, l.Server.KVCacheUsage, 100)
+		add(&kvMax, l.Load, l.Server.KVCacheUsageMax, 100)
+		add(&wait, l.Load, l.Server.RequestsWaiting, 1)
+		add(&waitMax, l.Load, l.Server.RequestsWaitingMax, 1)
+		add(&run, l.Load, l.Server.RequestsRunning, 1)
+	}
+	var out []chart
+	if len(kv.xys) > 0 {
+		out = append(out, chart{file: "kv_cache.svg", title: "Server KV cache against load", yLabel: "KV cache in use (%)",
+			yMax: 100, series: []series{kv, kvMax}})
+	}
+	if len(wait.xys) > 0 || len(run.xys) > 0 {
+		out = append(out, chart{file: "queue.svg", title: "Server queue against load", yLabel: "requests",
+			series: []series{run, wait, waitMax}})
+	}
+	return out
+}
 
-var _ = purple
 var chartFormat = "svg"

@@ -27,8 +27,8 @@ type Level struct {
 	RepeatThroughput []float64 `json:"repeat_output_throughput"`
 	// MeetsSLO: SLO attainment reaches the target and every objective passes.
 	MeetsSLO bool `json:"meets_slo"`
-	// Server is what the model server reported during the level
-	// (-server-metrics); absent when nothing was read.
+	// Server is what the model server's Prometheus endpoints reported
+	// during the level (absent: no endpoint, or nothing recognised).
 	Server *saturation.Server `json:"server,omitempty"`
 
 	repeats []llmmetrics.Summary // each repeat's own Summary, for the saturation analysis
@@ -121,19 +121,29 @@ func unit(m Mode) string {
 // writeTable prints one row per level, then the findings.
 func writeTable(w io.Writer, r Results) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "load\truns\tRPS\tout tok/s\t±95%\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tITL p99\tE2EL p99\tgood tok/s\tattain\tfailed\t")
-	fmt.Fprintln(tw, "\t\t\t\t\tms\tms\tms\tms\tms\tms\t\t\t\t")
+	fmt.Fprintln(tw, "load\truns\tRPS\tout tok/s\t±95%\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tITL p99\tE2EL p99\tgood tok/s\tattain\tfailed\tKV\twaiting\t")
+	fmt.Fprintln(tw, "\t\t\t\t\tms\tms\tms\tms\tms\tms\t\t\t\tmean\tmean\t")
 	for _, l := range r.Levels {
 		s := l.Summary
-		fmt.Fprintf(tw, "%g\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f%%\t%d\t\n",
+		fmt.Fprintf(tw, "%g\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f%%\t%d\t%s\t%s\t\n",
 			l.Load, len(l.RepeatThroughput), s.RequestThroughput, s.OutputThroughput, halfWidth(l.RepeatThroughput),
 			ms(s.TTFT.Percentile(50)), ms(s.TTFT.Percentile(99)), ms(s.TPOT.Percentile(50)), ms(s.TPOT.Percentile(99)),
 			ms(s.ITL.Percentile(99)), ms(s.E2EL.Percentile(99)),
-			s.Goodput.TokensPerSecond, 100*s.Goodput.Attainment, s.Failed+s.Canceled)
+			s.Goodput.TokensPerSecond, 100*s.Goodput.Attainment, s.Failed+s.Canceled,
+			serverCol(l.Server, func(v saturation.Server) *float64 { return v.KVCacheUsage }, "%.0f%%", 100),
+			serverCol(l.Server, func(v saturation.Server) *float64 { return v.RequestsWaiting }, "%.1f", 1))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	writeFindings(w, r)
+}
+
+// serverCol formats one server figure for the table ("-": not reported).
+func serverCol(s *saturation.Server, get func(saturation.Server) *float64, format string, scale float64) string {
+	if s == nil || get(*s) == nil {
+		return "-"
+	}
+	return fmt.Sprintf(format, *get(*s)*scale)
 }
 
 // halfWidth formats the 95 % interval half-width of the repeats' mean.

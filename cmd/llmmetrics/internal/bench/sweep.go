@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/servermetrics"
 	"github.com/llmmetrics/llmmetrics/llmmetricstest"
 	"github.com/llmmetrics/llmmetrics/saturation"
 	"go.opentelemetry.io/otel/sdk/metric"
@@ -49,6 +50,10 @@ type bench struct {
 	prog    progress
 
 	levels []*Level // measured levels, in the order they ran
+
+	watcher  *servermetrics.Watcher // nil: no -server-metrics and no fake server
+	warnMu   sync.Mutex             // guards warnings (the watcher's goroutine adds)
+	warnings []string
 }
 
 // slotKey is the context key of a request's Record slot: the Tracker's
@@ -89,6 +94,7 @@ func newBench(o options, e env) (*bench, error) {
 		}
 	}
 	b.hc = &http.Client{Transport: llmmetrics.NewTransport(tracker, base)}
+	b.newWatcher()
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		b.close()
 		return nil, err
@@ -100,6 +106,35 @@ func newBench(o options, e env) (*bench, error) {
 	}
 	b.written = append(b.written, path)
 	return b, nil
+}
+
+// newWatcher watches -server-metrics, or the fake server's own /metrics
+// (scraped more often: its levels last seconds).
+func (b *bench) newWatcher() {
+	urls, client, interval := b.o.serverMetrics, (*http.Client)(nil), servermetrics.DefaultInterval
+	if len(urls) == 0 && b.fake != nil {
+		urls, client, interval = []string{b.fake.URL + "/metrics"}, b.fake.Client(), 200*time.Millisecond
+	}
+	if len(urls) == 0 {
+		return
+	}
+	b.watcher = servermetrics.NewWatcher(urls, client, interval, func(msg string) {
+		b.warnMu.Lock()
+		b.warnings = append(b.warnings, msg)
+		b.warnMu.Unlock()
+	})
+}
+
+// flushWarnings prints the watcher's warnings (from the run's goroutine,
+// between levels, so they do not cut the progress line).
+func (b *bench) flushWarnings() {
+	b.warnMu.Lock()
+	ws := b.warnings
+	b.warnings = nil
+	b.warnMu.Unlock()
+	for _, w := range ws {
+		fmt.Fprintf(b.e.stderr, "llmmetrics bench: warning: %s\n", w)
+	}
 }
 
 func (b *bench) close() {
@@ -159,6 +194,18 @@ func (b *bench) searchStep(ctx context.Context, load float64) (pass, past bool, 
 // minRepeats) or -repeats times.
 func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 	l := &Level{Load: load}
+	if b.watcher != nil {
+		// The server is watched over the whole level, warm-up included.
+		b.watcher.Begin(ctx)
+		defer func() {
+			srv := b.watcher.End()
+			servermetrics.SetOutputRate(&srv, l.Summary.OutputThroughput)
+			if srv != (saturation.Server{}) {
+				l.Server = &srv
+			}
+			b.flushWarnings()
+		}()
+	}
 	var all []llmmetrics.Record
 	var total time.Duration
 	for r := 0; ; r++ {

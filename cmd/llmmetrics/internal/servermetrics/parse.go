@@ -1,0 +1,77 @@
+package servermetrics
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Scrape is what one payload said about the recognised figures: per figure,
+// the value of each series (keyed by its sorted label set), in the figure's
+// unit. A figure absent from the payload has no entry.
+type Scrape map[figure]map[string]float64
+
+// Parse reads a Prometheus text exposition (format 0.0.4, the one vLLM,
+// SGLang, TGI, llama.cpp and the DCGM exporter serve) and keeps the
+// recognised figures. Names may hold colons (vllm:…); NaN and infinite
+// values are skipped.
+func Parse(r io.Reader) (Scrape, error) {
+	// The zero TextParser has no name validation scheme and rejects every
+	// name; UTF8Validation accepts the legacy names and the colons.
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("llmmetrics: parse metrics: %w", err)
+	}
+	s := Scrape{}
+	for f := range numFigures {
+		for _, n := range names[f] {
+			mf, ok := fams[n.name]
+			if !ok {
+				continue
+			}
+			vals := map[string]float64{}
+			for _, m := range mf.GetMetric() {
+				v, ok := value(mf.GetType(), m)
+				if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+					continue
+				}
+				vals[labelKey(m.GetLabel())] = v * n.scale
+			}
+			if len(vals) > 0 {
+				s[f] = vals
+				break // the first name present wins: no double counting
+			}
+		}
+	}
+	return s, nil
+}
+
+// value returns a gauge's, counter's or untyped sample's value.
+func value(t dto.MetricType, m *dto.Metric) (float64, bool) {
+	switch t {
+	case dto.MetricType_GAUGE:
+		return m.GetGauge().GetValue(), m.Gauge != nil
+	case dto.MetricType_COUNTER:
+		return m.GetCounter().GetValue(), m.Counter != nil
+	case dto.MetricType_UNTYPED:
+		return m.GetUntyped().GetValue(), m.Untyped != nil
+	}
+	return 0, false
+}
+
+// labelKey is a series' identity within one endpoint: its labels, sorted.
+func labelKey(ls []*dto.LabelPair) string {
+	parts := make([]string, 0, len(ls))
+	for _, l := range ls {
+		parts = append(parts, l.GetName()+"="+l.GetValue())
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
