@@ -70,28 +70,24 @@ func serverReasons(o Options, ms []merged, i int) []Reason {
 			out = append(out, Reason{Signal: SignalKVCache, Value: use, Threshold: o.KVCacheFull, Message: msg})
 		}
 	}
-	if o.Skip&SignalQueue == 0 && s.RequestsWaiting != nil && *s.RequestsWaiting >= 1 {
-		w := *s.RequestsWaiting
-		pw, pl, ok := prev(func(s *Server) *float64 { return s.RequestsWaiting })
-		if !ok || w > pw {
-			msg := fmt.Sprintf("%.0f requests waiting in the server's queue on average", w)
-			if ok {
-				msg += fmt.Sprintf(" (%.0f at load %g)", pw, pl)
-			}
-			out = append(out, Reason{Signal: SignalQueue, Value: w, Threshold: pw, Message: msg})
+	// rising reports a figure that is there and above the lower load's.
+	rising := func(sig Signal, get func(*Server) *float64, least float64, format string) {
+		if o.Skip&sig != 0 || get(s) == nil || *get(s) < least {
+			return
 		}
-	}
-	if o.Skip&SignalPreemption == 0 && s.Preemptions != nil && *s.Preemptions > 0 {
-		n := *s.Preemptions
-		pn, pl, ok := prev(func(s *Server) *float64 { return s.Preemptions })
-		if !ok || n > pn {
-			msg := fmt.Sprintf("preemptions rising: %.0f during the level", n)
-			if ok {
-				msg += fmt.Sprintf(" (%.0f at load %g)", pn, pl)
-			}
-			out = append(out, Reason{Signal: SignalPreemption, Value: n, Threshold: pn, Message: msg})
+		v := *get(s)
+		pv, pl, ok := prev(get)
+		if ok && v <= pv {
+			return
 		}
+		msg := fmt.Sprintf(format, v)
+		if ok {
+			msg += fmt.Sprintf(" (%.0f at load %g)", pv, pl)
+		}
+		out = append(out, Reason{Signal: sig, Value: v, Threshold: pv, Message: msg})
 	}
+	rising(SignalQueue, func(s *Server) *float64 { return s.RequestsWaiting }, 1, "%.0f requests waiting in the server's queue on average")
+	rising(SignalPreemption, func(s *Server) *float64 { return s.Preemptions }, 1, "preemptions rising: %.0f during the level")
 	if o.Skip&SignalGPU == 0 && s.GPUUtilization != nil && *s.GPUUtilization >= o.GPUBusy {
 		out = append(out, Reason{Signal: SignalGPU, Value: *s.GPUUtilization, Threshold: o.GPUBusy,
 			Message: fmt.Sprintf("GPUs busy %.0f%% of the time", 100**s.GPUUtilization)})
