@@ -131,14 +131,14 @@ type Result struct {
 // interval, and the knee and the drop fire only when the whole interval of
 // the figure lies past the threshold (interval arithmetic on the two loads'
 // intervals). A knee whose interval straddles the threshold is undecided:
-// it is the saturation point when the next load confirms it with a decided
-// client-side signal, and is passed over otherwise; when nothing is found,
-// the first one is reported in KneeBetween (the knee lies between those
-// loads: more repeats would decide it). Without repeats the
-// intervals are points and the rules are the plain thresholds.
+// it is reported at its load (Reason.Undecided) but never taken as the
+// saturation point; when no load has a decided signal, the first undecided
+// knee is reported in KneeBetween (the knee lies between those loads: more
+// repeats would decide it). Without repeats the intervals are points and
+// the rules are the plain thresholds.
 //
 // The saturation point is the first load where a client-side signal is
-// decided (or an undecided knee is confirmed). The server-side signals
+// decided. The server-side signals
 // (Level.Server: KV cache full, queue growing, preemptions rising, GPUs
 // busy) fire at any load they are seen and are added to the saturation
 // point's Reasons to explain it; they never decide it.
@@ -400,26 +400,21 @@ func (f *finder) attainment(i int, rep *LevelReport) {
 	rep.MeetsSLO = meets
 }
 
-// decide picks the saturation point from the levels' reasons and knees:
-// the first load with a decided client-side signal, or with an undecided
-// knee that the next load confirms. An undecided knee left unconfirmed is
-// reported in KneeBetween when nothing is found.
+// decide picks the saturation point: the first load with a decided
+// client-side signal. An undecided knee never is one (a knee is declared
+// only when its interval lies below the threshold); when nothing is
+// decided, the first undecided knee is reported in KneeBetween.
 func (f *finder) decide(knees []kneeState) {
 	res := f.res
 	firstOpen := -1
 	for i, rep := range res.Levels {
-		decided := f.decided(i)
-		if !decided && knees[i] == kneeUndecided {
-			if i+1 < len(res.Levels) && f.decided(i+1) {
-				decided = true
-			} else if firstOpen < 0 {
-				firstOpen = i
-			}
-		}
-		if decided {
+		if f.decided(i) {
 			res.Found, res.Level, res.Load = true, i, rep.Load
 			res.Reasons = clientFirst(rep.Reasons)
 			return
+		}
+		if knees[i] == kneeUndecided && firstOpen < 0 {
+			firstOpen = i
 		}
 	}
 	if firstOpen >= 0 {

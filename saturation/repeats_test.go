@@ -112,10 +112,10 @@ func TestFindKneeIntervals(t *testing.T) {
 				repeated(16, 1899, 1901, 1899, 1901, 1899, 1901, 1899, 1901, 1899, 1901)},
 		},
 		{
-			// The straddle at 16 is confirmed by the drop at 32.
-			name:   "an undecided knee confirmed by the next load",
+			// The straddle at 16 is not the point: the decided knee and drop at 32 are.
+			name:   "an undecided knee is never the point: the next decided signal is",
 			levels: []Level{repeated(8, 990, 1010), repeated(16, 1188, 1212), repeated(32, 500, 510)},
-			found:  true, load: 16,
+			found:  true, load: 32,
 		},
 		{
 			// 16 straddles; 32 scales decidedly (3000 ± 0.x: tight); 64 falls.
