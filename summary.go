@@ -246,31 +246,26 @@ func (s Summary) Distribution(l Latency) Distribution {
 // call (sample buffers are pooled).
 func Summarize(records []Record, opts SummaryOptions) Summary {
 	ps := cleanPercentiles(opts.Percentiles)
-	s := Summary{Requests: len(records), SLO: opts.SLO}
 	n := len(records)
 	if n == 0 {
-		s.Duration = max(opts.Duration, 0) // every rate is 0
-		return s
+		return (&tally{}).summary(opts, 0)
 	}
 
 	// One pass over the records computes every per-record figure once and
 	// writes the per-record sample sets into one pooled buffer, record
 	// order kept (the float sums below depend on it):
-	// [TTFT | TTFO | TPOT | E2EL | concurrency events (2 per record)].
+	// [TTFT | TTFO | TPOT | E2EL | GenerationTime | concurrency events (2 per record)].
 	buf := stats.Buffer(7 * n)
 	defer stats.Release(buf)
 	all := *buf
-	kTTFT, kTTFO, kTPOT, kE2EL, kGen, kEvents := all[:0:n], all[n:n:2*n], all[2*n:2*n:3*n], all[3*n:3*n:4*n], all[4*n:4*n:5*n], all[5*n:5*n]
+	var k [numSampleSets][]uint64
+	for i := range k {
+		k[i] = all[i*n : i*n : (i+1)*n]
+	}
+	kEvents := all[5*n : 5*n]
 
 	var (
-		nITL               int
-		allOut, goodTokens int
-		busy               float64 // Σ(End − Start) in ns
-		decodeSum          float64 // Σ(LastToken − FirstToken) in ns
-		decodeTokens       int     // Σ(N − 1)
-		mTTFT, mTPOT, mITL int     // per-threshold counts
-		mE2EL, mTTFO       int
-		sat                bool // a token sum saturated (addSat)
+		t tally
 		// Run bounds as offsets from tb (meaningful when allFast).
 		minStart, maxEnd int64
 		haveEnd          bool
@@ -291,61 +286,13 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 			if m.hasEnd && (!haveEnd || m.end > maxEnd) {
 				maxEnd, haveEnd = m.end, true
 			}
-		}
-		if m.hasBusy {
-			busy += float64(m.busy)
-			if allFast {
+			if m.hasBusy {
 				kEvents = append(kEvents, eventKey(m.start, 1), eventKey(m.end, 0))
 			}
 		}
-		out := max(r.OutputTokens, 0)
-		allOut = addSat(allOut, out, &sat)
-
-		c := opts.SLO.check(r, &m.figures)
-		if c.OK {
-			mTTFT += countIf(c.TTFT)
-			mTTFO += countIf(c.TTFO)
-			mTPOT += countIf(c.TPOT)
-			mITL += countIf(c.ITL)
-			mE2EL += countIf(c.E2EL)
-		}
-		if c.Met() {
-			s.Goodput.Good++
-			goodTokens = addSat(goodTokens, out, &sat)
-		}
-
-		switch r.Outcome {
-		case OutcomeOK:
-		case OutcomeCanceled:
-			s.Canceled++
-			continue
-		default:
-			s.Failed++
-			continue
-		}
-		s.Completed++
-		s.InputTokens = addSat(s.InputTokens, r.InputTokens, &sat)
-		s.OutputTokens = addSat(s.OutputTokens, out, &sat)
-		s.ReasoningTokens = addSat(s.ReasoningTokens, r.ReasoningTokens, &sat)
-		s.CachedInputTokens = addSat(s.CachedInputTokens, r.CachedInputTokens, &sat)
-		s.CacheWriteInputTokens = addSat(s.CacheWriteInputTokens, r.CacheWriteInputTokens, &sat)
-		if m.hasTTFO {
-			kTTFO = append(kTTFO, uint64(m.ttfo))
-		}
-		if m.tok {
-			kTTFT = append(kTTFT, uint64(m.ttft))
-			kGen = append(kGen, uint64(m.decode))
-			if out > 1 {
-				d := float64(m.decode)
-				decodeSum += d
-				decodeTokens = addSat(decodeTokens, out-1, &sat)
-				// Non-negative float64 bits order like the values.
-				kTPOT = append(kTPOT, math.Float64bits(d/float64(out-1)))
-			}
-		}
-		nITL += len(r.ITL)
-		if m.hasE2EL {
-			kE2EL = append(kE2EL, uint64(m.e2el))
+		rs := t.add(r, &m, &opts.SLO)
+		for j := range rs.n {
+			k[rs.set[j]] = append(k[rs.set[j]], rs.key[j])
 		}
 	}
 
@@ -360,57 +307,16 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	} else {
 		duration, kEvents = slowRunBounds(records, kEvents[:0])
 	}
-
-	s.Duration = opts.Duration
-	if s.Duration <= 0 {
-		s.Duration = duration
-	}
-	if s.Duration > 0 {
-		secs := s.Duration.Seconds()
-		s.RequestThroughput = float64(s.Completed) / secs
-		s.OutputThroughput = float64(s.OutputTokens) / secs
-		s.TotalTokenThroughput = (float64(s.InputTokens) + float64(s.OutputTokens)) / secs
-		s.Goodput.RequestsPerSecond = float64(s.Goodput.Good) / secs
-		s.Goodput.TokensPerSecond = float64(goodTokens) / secs
-		s.MeanConcurrency = busy / float64(s.Duration)
-	}
-	s.Goodput.GoodTokens = goodTokens
-	s.TokensSaturated = sat
-	if s.InputTokens > 0 {
-		s.PrefixCacheHitRate = min(float64(s.CachedInputTokens)/float64(s.InputTokens), 1)
-	}
-	{
-		n := float64(s.Requests)
-		s.Goodput.Attainment = float64(s.Goodput.Good) / n
-		s.Goodput.ByThreshold = ThresholdAttainment{
-			TTFT: float64(mTTFT) / n, TTFO: float64(mTTFO) / n, TPOT: float64(mTPOT) / n,
-			ITL: float64(mITL) / n, E2EL: float64(mE2EL) / n,
-		}
-	}
-	if allOut > 0 {
-		s.Goodput.UsefulWorkRatio = float64(goodTokens) / float64(allOut)
-	}
-	if decodeTokens > 0 {
-		s.TokenWeightedTPOT = roundDur(decodeSum / float64(decodeTokens))
-	}
+	s := t.summary(opts, duration)
 
 	// The distributions, through one shared scratch buffer.
 	scratch := stats.Buffer(2 * n) // ≥ every per-record sample set
 	defer stats.Release(scratch)
-	ttft := stats.Of(kTTFT, *scratch, ps, stats.Int)
-	s.TTFT = distribution(&ttft, ps)
-	ttfo := stats.Of(kTTFO, *scratch, ps, stats.Int)
-	s.TTFO = distribution(&ttfo, ps)
-	tpot := stats.Of(kTPOT, *scratch, ps, stats.Float)
-	s.TPOT = distribution(&tpot, ps)
-	if s.TPOT.Count > 0 {
-		s.RequestWeightedTPOT = s.TPOT.Mean
+	for set := range k {
+		smp := stats.Of(k[set], *scratch, ps, sampleKinds[set])
+		s.setDistribution(sampleSet(set), distribution(&smp, ps))
 	}
-	e2el := stats.Of(kE2EL, *scratch, ps, stats.Int)
-	s.E2EL = distribution(&e2el, ps)
-	gen := stats.Of(kGen, *scratch, ps, stats.Int)
-	s.GenerationTime = distribution(&gen, ps)
-	if nITL > 0 {
+	if t.nITL > 0 {
 		itl := stats.Gaps(len(records), func(i int) []time.Duration {
 			if records[i].Outcome != OutcomeOK {
 				return nil
@@ -419,18 +325,193 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		}, ps)
 		s.ITL = distribution(&itl, ps)
 	}
+	s.PeakConcurrency = peakConcurrency(kEvents, *scratch)
+	return s
+}
 
-	// Peak concurrency: a sweep over [Start, End) in event order (see
-	// eventKey: a departure sorts before an arrival at the same instant).
-	stats.RadixSort(kEvents, *scratch)
-	cur := 0
-	for _, e := range kEvents {
+// The per-record sample sets, in the order Summarize keeps them.
+type sampleSet uint8
+
+const (
+	setTTFT sampleSet = iota
+	setTTFO
+	setTPOT
+	setE2EL
+	setGen
+	numSampleSets
+)
+
+// sampleKinds says what each set's keys stand for: integer nanoseconds,
+// or (TPOT, unrounded) the bits of a float64.
+var sampleKinds = [numSampleSets]stats.Kind{stats.Int, stats.Int, stats.Float, stats.Int, stats.Int}
+
+// setDistribution stores the distribution of set in s (and, for TPOT,
+// the request-weighted mean).
+func (s *Summary) setDistribution(set sampleSet, d Distribution) {
+	switch set {
+	case setTTFT:
+		s.TTFT = d
+	case setTTFO:
+		s.TTFO = d
+	case setTPOT:
+		s.TPOT = d
+		s.RequestWeightedTPOT = d.Mean // 0 when Count is 0
+	case setE2EL:
+		s.E2EL = d
+	case setGen:
+		s.GenerationTime = d
+	}
+}
+
+// peakConcurrency sweeps the concurrency events (sorting them with
+// scratch, len ≥ len(events)): a departure sorts before an arrival at the
+// same instant (see eventKey), so intervals are half-open [Start, End).
+func peakConcurrency(events, scratch []uint64) int {
+	stats.RadixSort(events, scratch)
+	cur, peak := 0, 0
+	for _, e := range events {
 		if e&1 == 1 {
 			cur++
-			s.PeakConcurrency = max(s.PeakConcurrency, cur)
+			peak = max(peak, cur)
 		} else {
 			cur--
 		}
+	}
+	return peak
+}
+
+// tally is what Summarize and a Summarizer add up over the records,
+// besides the sample sets.
+type tally struct {
+	requests, completed, failed, canceled        int
+	input, output, reasoning, cached, cacheWrite int
+	nITL                                         int
+	allOut, goodTokens                           int
+	good                                         int
+	busy                                         float64 // Σ(End − Start) in ns
+	decodeSum                                    float64 // Σ(LastToken − FirstToken) in ns
+	decodeTokens                                 int     // Σ(N − 1)
+	mTTFT, mTPOT, mITL                           int     // per-threshold counts
+	mE2EL, mTTFO                                 int
+	sat                                          bool // a token sum saturated (addSat)
+}
+
+// recSamples is what one record adds to the per-record sample sets: n
+// keys, key[j] to set[j].
+type recSamples struct {
+	n   int
+	set [numSampleSets]sampleSet
+	key [numSampleSets]uint64
+}
+
+func (rs *recSamples) add(set sampleSet, key uint64) {
+	rs.set[rs.n], rs.key[rs.n] = set, key
+	rs.n++
+}
+
+// add counts record r, whose figures are m, checked against slo, and
+// returns the keys it adds to the sample sets (in set order).
+func (t *tally) add(r *Record, m *recMetrics, slo *SLO) (rs recSamples) {
+	t.requests++
+	if m.hasBusy {
+		t.busy += float64(m.busy)
+	}
+	out := max(r.OutputTokens, 0)
+	t.allOut = addSat(t.allOut, out, &t.sat)
+
+	c := slo.check(r, &m.figures)
+	if c.OK {
+		t.mTTFT += countIf(c.TTFT)
+		t.mTTFO += countIf(c.TTFO)
+		t.mTPOT += countIf(c.TPOT)
+		t.mITL += countIf(c.ITL)
+		t.mE2EL += countIf(c.E2EL)
+	}
+	if c.Met() {
+		t.good++
+		t.goodTokens = addSat(t.goodTokens, out, &t.sat)
+	}
+
+	switch r.Outcome {
+	case OutcomeOK:
+	case OutcomeCanceled:
+		t.canceled++
+		return rs
+	default:
+		t.failed++
+		return rs
+	}
+	t.completed++
+	t.input = addSat(t.input, r.InputTokens, &t.sat)
+	t.output = addSat(t.output, out, &t.sat)
+	t.reasoning = addSat(t.reasoning, r.ReasoningTokens, &t.sat)
+	t.cached = addSat(t.cached, r.CachedInputTokens, &t.sat)
+	t.cacheWrite = addSat(t.cacheWrite, r.CacheWriteInputTokens, &t.sat)
+	if m.tok {
+		rs.add(setTTFT, uint64(m.ttft))
+	}
+	if m.hasTTFO {
+		rs.add(setTTFO, uint64(m.ttfo))
+	}
+	if m.tok && out > 1 {
+		d := float64(m.decode)
+		t.decodeSum += d
+		t.decodeTokens = addSat(t.decodeTokens, out-1, &t.sat)
+		// Non-negative float64 bits order like the values.
+		rs.add(setTPOT, math.Float64bits(d/float64(out-1)))
+	}
+	if m.hasE2EL {
+		rs.add(setE2EL, uint64(m.e2el))
+	}
+	if m.tok {
+		rs.add(setGen, uint64(m.decode))
+	}
+	t.nITL += len(r.ITL)
+	return rs
+}
+
+// summary returns the Summary of what t counted over a run whose records
+// span duration (max(End) − min(Start), used when opts.Duration is not
+// positive): everything but the distributions and the peak concurrency.
+func (t *tally) summary(opts SummaryOptions, duration time.Duration) Summary {
+	s := Summary{
+		Requests: t.requests, Completed: t.completed, Failed: t.failed, Canceled: t.canceled,
+		InputTokens: t.input, OutputTokens: t.output, ReasoningTokens: t.reasoning,
+		CachedInputTokens: t.cached, CacheWriteInputTokens: t.cacheWrite,
+		TokensSaturated: t.sat, SLO: opts.SLO,
+	}
+	s.Duration = opts.Duration
+	if s.Duration <= 0 {
+		s.Duration = max(duration, 0)
+	}
+	s.Goodput.Good = t.good
+	s.Goodput.GoodTokens = t.goodTokens
+	if t.requests == 0 {
+		return s // every rate is 0
+	}
+	if s.Duration > 0 {
+		secs := s.Duration.Seconds()
+		s.RequestThroughput = float64(s.Completed) / secs
+		s.OutputThroughput = float64(s.OutputTokens) / secs
+		s.TotalTokenThroughput = (float64(s.InputTokens) + float64(s.OutputTokens)) / secs
+		s.Goodput.RequestsPerSecond = float64(s.Goodput.Good) / secs
+		s.Goodput.TokensPerSecond = float64(t.goodTokens) / secs
+		s.MeanConcurrency = t.busy / float64(s.Duration)
+	}
+	if s.InputTokens > 0 {
+		s.PrefixCacheHitRate = min(float64(s.CachedInputTokens)/float64(s.InputTokens), 1)
+	}
+	n := float64(s.Requests)
+	s.Goodput.Attainment = float64(s.Goodput.Good) / n
+	s.Goodput.ByThreshold = ThresholdAttainment{
+		TTFT: float64(t.mTTFT) / n, TTFO: float64(t.mTTFO) / n, TPOT: float64(t.mTPOT) / n,
+		ITL: float64(t.mITL) / n, E2EL: float64(t.mE2EL) / n,
+	}
+	if t.allOut > 0 {
+		s.Goodput.UsefulWorkRatio = float64(t.goodTokens) / float64(t.allOut)
+	}
+	if t.decodeTokens > 0 {
+		s.TokenWeightedTPOT = roundDur(t.decodeSum / float64(t.decodeTokens))
 	}
 	return s
 }
