@@ -59,6 +59,18 @@ func BenchmarkSummarize(b *testing.B) {
 			Summarize(rs, opts)
 		}
 	})
+	// The same records through a Summarizer: Add each, then Summary
+	// (the gaps are copied once more than Summarize copies them).
+	b.Run("Summarizer", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			z, _ := NewSummarizer(opts)
+			for _, r := range rs {
+				z.Add(r)
+			}
+			z.Summary()
+		}
+	})
 	b.Run("baseline_slices.Sort_ITL", func(b *testing.B) {
 		b.ReportAllocs()
 		buf := make([]int64, 0, gaps)
