@@ -1,7 +1,6 @@
 package report
 
 import (
-	"slices"
 	"strconv"
 	"time"
 
@@ -167,7 +166,7 @@ func aiperfFast(j *jsonscan.Scanner, line []byte, f *aiFacts) (rec llmmetrics.Re
 		if !good {
 			return rec, false, false
 		}
-		rec.ITL = slices.Clone(f.gaps) // one exact allocation per record
+		rec.ITL = f.gaps // the scratch: emit's Summarizer copies the gaps
 		rec.Chunks += len(rec.ITL)
 	} else if f.icl.found {
 		return rec, false, false

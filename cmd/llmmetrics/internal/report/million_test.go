@@ -60,10 +60,10 @@ func TestMillionAIPerfRecords(t *testing.T) {
 		}
 	}()
 	t0 := time.Now()
-	r, err := readFiles(context.Background(), []string{file}, "auto", nil)
+	r, err := readFiles(context.Background(), []string{file}, "auto", nil, llmmetrics.SummaryOptions{})
 	require.NoError(t, err)
 	t1 := time.Now()
-	s := llmmetrics.Summarize(r.records, llmmetrics.SummaryOptions{})
+	s := r.sum.Summary()
 	t2 := time.Now()
 	if h := heapBytes(); h > peak.Load() {
 		peak.Store(h)
@@ -73,13 +73,13 @@ func TestMillionAIPerfRecords(t *testing.T) {
 	require.Equal(t, n, s.Completed)
 	require.Equal(t, 16*n, s.ITL.Count)
 	runtime.GC()
-	retained := float64(heapBytes()-base) / float64(n) // the Records, held by r
+	retained := float64(heapBytes()-base) / float64(n) // the numbers, held by r's Summarizer
 	runtime.KeepAlive(r)
 	perRec := float64(peak.Load()-base) / float64(n)
-	t.Logf("go: read %v, Summarize %v, total %v; peak heap %.0f MB above the start, %.0f bytes per record (%.1f per gap)",
+	t.Logf("go: read %v, Summary %v, total %v; peak heap %.0f MB above the start, %.0f bytes per record (%.1f per gap)",
 		t1.Sub(t0).Round(time.Millisecond), t2.Sub(t1).Round(time.Millisecond), t2.Sub(t0).Round(time.Millisecond),
 		float64(peak.Load()-base)/1e6, perRec, perRec/16)
-	t.Logf("go: live heap after a GC, the Records held: %.0f bytes per record", retained)
+	t.Logf("go: live heap after a GC, the Summarizer held: %.0f bytes per record (%.1f per gap)", retained, retained/16)
 	t.Logf("go: p99 ttft %v, p99 itl %v", pct99(s.TTFT), pct99(s.ITL))
 	r = nil
 	runtime.GC()

@@ -83,7 +83,7 @@ func writeNotes(w io.Writer, r *run) {
 	}
 	if r.clock == clockRelative {
 		fmt.Fprintf(w, "run duration: %v, the sum of the durations the files state (their requests laid end to end)\n", r.duration)
-	} else if len(r.records) > 0 {
+	} else if r.n > 0 {
 		fmt.Fprintln(w, "run duration: from the earliest start to the latest end over all files")
 	}
 	for _, n := range r.notes {

@@ -4,7 +4,8 @@
 // Each input format has a decoder (records.go, vllm.go, aiperf.go,
 // inferenceperf.go, genaiperf.go) that streams its file and hands every
 // request to an emit function as an llmmetrics.Record; the records of all
-// files are summarized as one run by llmmetrics.Summarize.
+// files are summarized as one run by an llmmetrics.Summarizer, which keeps
+// only the numbers (the Records are not held).
 package report
 
 import (
@@ -95,16 +96,15 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return exitBad
 	}
 
-	run, err := readFiles(ctx, files, o.format, stdin)
+	run, err := readFiles(ctx, files, o.format, stdin, llmmetrics.SummaryOptions{
+		Percentiles: percentiles(o.objectives),
+		SLO:         o.slo,
+	})
 	if err != nil {
 		fmt.Fprintf(stderr, "llmmetrics report: %v\n", err)
 		return exitBad
 	}
-	sum := llmmetrics.Summarize(run.records, llmmetrics.SummaryOptions{
-		Duration:    run.duration,
-		Percentiles: percentiles(o.objectives),
-		SLO:         o.slo,
-	})
+	sum := run.sum.Summary()
 	checks := gate(sum, o)
 
 	if o.json {
@@ -142,10 +142,11 @@ func percentiles(objs []llmmetrics.Objective) []float64 {
 
 // run is what the input files hold, as one run.
 type run struct {
-	files   []fileInfo
-	records []llmmetrics.Record
-	// duration is the run duration to divide by; 0 lets Summarize take
-	// max(End) − min(Start) over the records.
+	files []fileInfo
+	sum   *llmmetrics.Summarizer // every record of every file
+	n     int                    // records added to sum
+	// duration is the run duration to divide by; 0 lets the Summarizer
+	// take max(End) − min(Start) over the records.
 	duration time.Duration
 	notes    []string // what the formats could not provide, said once each
 
@@ -170,9 +171,14 @@ type fileInfo struct {
 	records int
 }
 
-// readFiles decodes every file, in order, into one run.
-func readFiles(ctx context.Context, names []string, formatName string, stdin io.Reader) (*run, error) {
-	r := &run{}
+// readFiles decodes every file, in order, into one run summarized with
+// opts (its Duration is set here).
+func readFiles(ctx context.Context, names []string, formatName string, stdin io.Reader, opts llmmetrics.SummaryOptions) (*run, error) {
+	sum, err := llmmetrics.NewSummarizer(opts)
+	if err != nil {
+		return nil, err
+	}
+	r := &run{sum: sum}
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -183,6 +189,7 @@ func readFiles(ctx context.Context, names []string, formatName string, stdin io.
 	}
 	if r.clock == clockRelative {
 		r.duration = r.relDuration
+		r.sum.SetDuration(r.duration)
 	}
 	return r, nil
 }
@@ -216,12 +223,12 @@ func (r *run) readFile(name, formatName string, stdin io.Reader) error {
 	if r.clock == "" {
 		r.clock, r.clockFile = fm.clock, name
 	}
-	before := len(r.records)
+	before := r.n
 	fr := &fileRun{run: r, src: src}
 	if err := fm.decode(fr); err != nil {
 		return err
 	}
-	r.files = append(r.files, fileInfo{name: name, format: fm, records: len(r.records) - before})
+	r.files = append(r.files, fileInfo{name: name, format: fm, records: r.n - before})
 	for _, n := range fm.notes {
 		n = fm.name + ": " + n
 		if !slices.Contains(r.notes, n) {

@@ -217,20 +217,22 @@ func (s *source) nextLine() ([]byte, int, error) {
 	}
 }
 
-// fileRun is what a decoder writes into: the run's records.
+// fileRun is what a decoder writes into: the run's Summarizer.
 type fileRun struct {
 	run *run
 	src *source
 }
 
 // emit validates rec (read at line, or at byte offset off when line is 0)
-// and adds it to the run. A record whose times are out of order is bad
+// and adds it to the run (the Summarizer copies what it keeps: rec.ITL may
+// be the decoder's scratch). A record whose times are out of order is bad
 // input.
 func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmetrics.Record) error {
 	if why := outOfOrder(&rec); why != "" {
 		return where("record times out of order: %s", why)
 	}
-	fr.run.records = append(fr.run.records, rec)
+	fr.run.sum.Add(rec)
+	fr.run.n++
 	return nil
 }
 
