@@ -15,7 +15,9 @@
 //   - [NewHandler]: measure a model server or a gateway.
 //   - [Record]: one request's timeline, returned by Request.End and read by
 //     everything that analyzes.
-//   - [Summarize]: Records in, throughput, goodput and exact percentiles out.
+//   - [Summarize]: Records in, throughput, goodput and exact percentiles out;
+//     [Summarizer] gives the same figures for records added one at a time,
+//     keeping only the numbers.
 //
 // # Tutorial
 //

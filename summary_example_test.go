@@ -99,3 +99,28 @@ func ExampleCostPerMillionTokens() {
 	// $0.0234 for 10k input (8k cached) + 1k output tokens
 	// true llmmetrics: undefined result: cost per token at 0 tokens per second
 }
+
+// A Summarizer gives Summarize's figures for records added one at a time,
+// keeping only the numbers: for a run too large to hold as Records.
+func ExampleSummarizer() {
+	z, err := llmmetrics.NewSummarizer(llmmetrics.SummaryOptions{SLO: llmmetrics.SLOChat})
+	if err != nil {
+		panic(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 1000 {
+		// e.g. one line of a benchmark tool's results at a time
+		ttft := time.Duration(100+i%200) * time.Millisecond
+		z.Add(streamedRecord(t0.Add(time.Duration(i)*10*time.Millisecond), ttft, 20*time.Millisecond, 11))
+	}
+	z.SetDuration(10 * time.Second) // known once the run ends
+	s := z.Summary()
+	// TTFT: 100 … 299 ms, five of each. The median is between the 500th
+	// and 501st values, 199 and 200 ms; p99 at rank 0.99 × 999 = 989.01,
+	// between 297 and 298 ms. 505 requests have TTFT ≤ 200 ms.
+	p99, _ := s.TTFT.Percentile(99)
+	fmt.Printf("%d requests, %.0f tok/s; TTFT median %v, p99 %v; %d ITL gaps; attainment %.1f%%\n",
+		s.Requests, s.OutputThroughput, s.TTFT.Median, p99, s.ITL.Count, 100*s.Goodput.Attainment)
+	// Output:
+	// 1000 requests, 1100 tok/s; TTFT median 199.5ms, p99 297.01ms; 10000 ITL gaps; attainment 50.5%
+}
