@@ -128,9 +128,9 @@ func (z *Summarizer) offset(t time.Time) int64 {
 
 // Summary returns the Summary of the records added so far (see
 // Summarize). It does not change the Summarizer: more records can be
-// added and Summary called again. Besides the Summary it allocates
-// two buffers as large as its largest set
-// (8 bytes per record, 16 for the concurrency events) while it runs (pooled between calls).
+// added and Summary called again. While it runs it needs two buffers as
+// large as its largest sample set, the concurrency events: 32 bytes per
+// record (pooled between calls).
 func (z *Summarizer) Summary() Summary {
 	z.mu.Lock()
 	defer z.mu.Unlock()
