@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/llmmetrics/llmmetrics/internal/timebase"
 )
 
 // summarizeAll adds rs to a new Summarizer with opts and returns its Summary.
@@ -279,4 +281,63 @@ func TestSummarizerMemory(t *testing.T) {
 	assert.InDelta(t, 184, perRecord, 184*0.10)
 	runtime.KeepAlive(z)
 	require.Equal(t, n*gaps, z.Summary().ITL.Count)
+}
+
+// FuzzSummarizerMatchesSummarize: for any records, a Summarizer's Summary
+// equals Summarize's; PeakConcurrency too whenever every Start and End can
+// be taken as an offset from the first Start (the documented exception).
+func FuzzSummarizerMatchesSummarize(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, uint8(3))
+	f.Add(make([]byte, 64), uint8(0xff))
+	mono := time.Now()
+	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
+		next := fuzzInt64s(&data)
+		at := func(v int64) time.Time {
+			switch (uint64(v) >> 60) % 4 {
+			case 0:
+				return time.Time{}
+			case 1:
+				return mono.Add(time.Duration(v % (1 << 40)))
+			}
+			return time.Unix(0, v)
+		}
+		var rs []Record
+		for len(data) > 0 && len(rs) < 32 {
+			r := Record{Start: at(next()), FirstToken: at(next()), LastToken: at(next()), End: at(next()),
+				OutputTokens: int(next() % 8), InputTokens: int(next() % 100), Outcome: Outcome(next() % 4)}
+			for g := next() % 3; g > 0; g-- {
+				r.ITL = append(r.ITL, time.Duration(next()))
+			}
+			r.FirstOutput = at(next())
+			rs = append(rs, r)
+		}
+		var slo SLO
+		if mode&1 != 0 {
+			slo = SLO{TTFT: time.Duration(mode) * 1e6, TPOT: time.Duration(mode), ITL: 1e6, E2EL: 1e9}
+		}
+		opts := SummaryOptions{SLO: slo, Duration: time.Duration(mode>>4) * time.Second, Percentiles: []float64{0, 50, 99.9}}
+		want, got := Summarize(rs, opts), summarizeAll(t, rs, opts)
+		if !sharesTimeBase(rs) {
+			want.PeakConcurrency, got.PeakConcurrency = 0, 0
+		}
+		require.Equal(t, want, got)
+	})
+}
+
+// sharesTimeBase reports whether every Start and End of rs is an offset
+// from the first Start.
+func sharesTimeBase(rs []Record) bool {
+	if len(rs) == 0 {
+		return true
+	}
+	b := timebase.New(rs[0].Start)
+	for _, r := range rs {
+		if _, ok := b.Offset(r.Start); !ok {
+			return false
+		}
+		if _, ok := b.Offset(r.End); !ok && r.End.After(r.Start) {
+			return false
+		}
+	}
+	return true
 }
