@@ -54,6 +54,11 @@ func TestFixtures(t *testing.T) {
 			// one scrape: counters have no increase yet
 			Preemptions: ptr(0), PrefixCacheHitRate: nil,
 		}},
+		// Real: vLLM's design document. Only the running gauge of our
+		// figures is in the published excerpt.
+		{"vllm_v1_design_doc.txt", saturation.Server{
+			RequestsRunning: ptr(8),
+		}},
 		{"vllm_v0.txt", saturation.Server{
 			RequestsRunning: ptr(8), RequestsWaiting: ptr(0), RequestsWaitingMax: ptr(0),
 			KVCacheUsage: ptr(0.342), KVCacheUsageMax: ptr(0.342),
