@@ -59,6 +59,15 @@ func TestFixtures(t *testing.T) {
 		{"vllm_v1_design_doc.txt", saturation.Server{
 			RequestsRunning: ptr(8),
 		}},
+		// Real: an idle V0 server relayed by AIBrix, prefix caching off.
+		// running 0.0, waiting 0.0, gpu_cache_usage_perc 0.0,
+		// num_preemptions_total 0.0 (one scrape: increase 0); the hit-rate
+		// gauge reads -1.0, "disabled", so there is no hit rate (not -1).
+		{"vllm_v0_aibrix.txt", saturation.Server{
+			RequestsRunning: ptr(0), RequestsWaiting: ptr(0), RequestsWaitingMax: ptr(0),
+			KVCacheUsage: ptr(0), KVCacheUsageMax: ptr(0),
+			Preemptions: ptr(0), PrefixCacheHitRate: nil,
+		}},
 		{"vllm_v0.txt", saturation.Server{
 			RequestsRunning: ptr(8), RequestsWaiting: ptr(0), RequestsWaitingMax: ptr(0),
 			KVCacheUsage: ptr(0.342), KVCacheUsageMax: ptr(0.342),
@@ -180,6 +189,17 @@ func TestGPUsAndEngines(t *testing.T) {
 		RequestsWaiting: ptr(8), RequestsWaitingMax: ptr(5),
 		GPUUtilization: ptr(0.75), PowerWatts: ptr(500), OutputTokensPerJoule: ptr(2),
 	}, got)
+}
+
+// TestParseSkipsSentinels: numbers that mean "no value" are not readings.
+// vLLM v0 exports gpu_prefix_cache_hit_rate -1 with prefix caching off
+// (testdata/vllm_v0_aibrix.txt).
+func TestParseSkipsSentinels(t *testing.T) {
+	s, err := Parse(strings.NewReader(fixture(t, "vllm_v0_aibrix.txt")))
+	require.NoError(t, err)
+	assert.NotContains(t, s, figPrefixRate, "-1 is no hit rate")
+	assert.Equal(t, 0.0, s[figKV][`model_name=Qwen/Qwen2.5-Coder-1.5B-Instruct`], "a real 0 is kept")
+
 }
 
 func TestParseSkipsNaNAndRejectsGarbage(t *testing.T) {
