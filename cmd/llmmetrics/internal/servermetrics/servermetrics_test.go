@@ -88,6 +88,14 @@ func TestFixtures(t *testing.T) {
 		{"dcgm.txt", saturation.Server{
 			GPUUtilization: ptr((0.98 + 0.62) / 2), PowerWatts: ptr(301.5 + 198.5),
 		}},
+		// Real: eight idle H100s, untyped samples (the capture grepped the
+		// HELP and TYPE lines away). Utilization: eight 0s → 0. Power:
+		// 113.611 + 68.347 + 65.709 + 67.316 + 68.717 + 65.742 + 67.328
+		// + 66.997 = 583.767 W.
+		{"dcgm_aicr_h100.txt", saturation.Server{
+			GPUUtilization: ptr(0),
+			PowerWatts:     ptr(113.611 + 68.347 + 65.709 + 67.316 + 68.717 + 65.742 + 67.328 + 66.997),
+		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			got := serverOf(t, fixture(t, tc.file))
