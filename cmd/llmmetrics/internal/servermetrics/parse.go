@@ -54,13 +54,26 @@ func Parse(r io.Reader) (Scrape, error) {
 	return s, nil
 }
 
+// dcgmBlank is DCGM_INT32_BLANK (dcgm_structs.h), the smallest of DCGM's
+// "no value" sentinels: the int32 ones count up from it, DCGM_FP64_BLANK is
+// 2^47 and DCGM_INT64_BLANK 0x7ffffffffffffff0. No utilization (percent or
+// ratio) or power draw (watts) comes near it.
+const dcgmBlank = 0x7ffffff0
+
 // reading reports whether v, as exported, is a reading of figure f rather
-// than a "no value" written as a number: NaN and infinities, and a negative
+// than a "no value" written as a number: NaN and infinities; a negative
 // value, which none of the figures can take (vLLM v0's
 // gpu_prefix_cache_hit_rate is -1 when prefix caching is off, "-1 means
-// not supported or disabled", vllm/core/block/interfaces.py).
+// not supported or disabled", vllm/core/block/interfaces.py); and DCGM's
+// blank sentinels, which the DCGM exporter wrote out as values until it
+// began to skip them (NVIDIA/dcgm-exporter commit 65be65a, July 2020) and
+// which its README's example still shows (DCGM_FI_DEV_MEMORY_TEMP
+// 9223372036854775794, DCGM_INT64_NOT_SUPPORTED).
 func reading(f figure, v float64) bool {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return false
+	}
+	if (f == figGPUUtil || f == figPower) && v >= dcgmBlank {
 		return false
 	}
 	return true

@@ -201,13 +201,29 @@ func TestGPUsAndEngines(t *testing.T) {
 
 // TestParseSkipsSentinels: numbers that mean "no value" are not readings.
 // vLLM v0 exports gpu_prefix_cache_hit_rate -1 with prefix caching off
-// (testdata/vllm_v0_aibrix.txt).
+// (testdata/vllm_v0_aibrix.txt); the DCGM exporter's README shows a blank
+// sentinel written as a value (DCGM_FI_DEV_MEMORY_TEMP 9223372036854775794,
+// DCGM_INT64_NOT_SUPPORTED): one in GPU_UTIL (int64) or POWER_USAGE
+// (DCGM_FP64_NOT_SUPPORTED, 2^47+2) must not become a GPU at 9e16 percent.
 func TestParseSkipsSentinels(t *testing.T) {
 	s, err := Parse(strings.NewReader(fixture(t, "vllm_v0_aibrix.txt")))
 	require.NoError(t, err)
 	assert.NotContains(t, s, figPrefixRate, "-1 is no hit rate")
 	assert.Equal(t, 0.0, s[figKV][`model_name=Qwen/Qwen2.5-Coder-1.5B-Instruct`], "a real 0 is kept")
 
+	s, err = Parse(strings.NewReader(`DCGM_FI_DEV_GPU_UTIL{gpu="0", UUID="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"} 9223372036854775794
+DCGM_FI_DEV_GPU_UTIL{gpu="1", UUID="GPU-b"} 40
+DCGM_FI_DEV_POWER_USAGE{gpu="0", UUID="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"} 140737488355330.000000
+DCGM_FI_DEV_POWER_USAGE{gpu="1", UUID="GPU-b"} 250.5
+`))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{"UUID=GPU-b,gpu=1": 0.4}, s[figGPUUtil])
+	assert.Equal(t, map[string]float64{"UUID=GPU-b,gpu=1": 250.5}, s[figPower])
+
+	// All of a name's series blank: the next name of the table is read.
+	s, err = Parse(strings.NewReader("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 2147483634\nDCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\"} 0.75\n"))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{"gpu=0": 0.75}, s[figGPUUtil])
 }
 
 func TestParseSkipsNaNAndRejectsGarbage(t *testing.T) {
