@@ -10,7 +10,19 @@
 // several names for one figure (vLLM 0.9–0.10 export kv_cache_usage_perc and
 // the deprecated gpu_cache_usage_perc side by side), the first name of the
 // table present in that scrape is used, so nothing is counted twice.
-// Payloads are parsed with prometheus/common/expfmt.
+// Payloads are parsed with prometheus/common/expfmt. Numbers that stand for
+// "no value" are skipped: NaN, negative values (vLLM v0's
+// gpu_prefix_cache_hit_rate is -1 with prefix caching off) and, for the
+// DCGM figures, DCGM's blank sentinels (0x7ffffff0 and up), which old DCGM
+// exporters wrote out as values.
+//
+// The tests read each engine's payload from testdata/, every file naming
+// its source in its first lines: real captures where one is published
+// (SGLang's documentation, vLLM's design document, a vLLM v0 scrape in
+// AIBrix's documentation, a DCGM exporter scrape in NVIDIA's aicr
+// conformance evidence), and payloads assembled from the names' sources,
+// marked so, where none is (TGI, llama.cpp, vLLM's engine label and
+// deprecated names).
 //
 // # Aggregation
 //

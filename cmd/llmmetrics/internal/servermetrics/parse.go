@@ -19,8 +19,9 @@ type Scrape map[figure]map[string]float64
 
 // Parse reads a Prometheus text exposition (format 0.0.4, the one vLLM,
 // SGLang, TGI, llama.cpp and the DCGM exporter serve) and keeps the
-// recognised figures. Names may hold colons (vllm:…); NaN and infinite
-// values are skipped.
+// recognised figures. Names may hold colons (vllm:…); values that are no
+// reading (see reading) are skipped, and a name whose series are all
+// skipped counts as absent.
 func Parse(r io.Reader) (Scrape, error) {
 	// The zero TextParser has no name validation scheme and rejects every
 	// name; UTF8Validation accepts the legacy names and the colons.
@@ -39,7 +40,7 @@ func Parse(r io.Reader) (Scrape, error) {
 			vals := map[string]float64{}
 			for _, m := range mf.GetMetric() {
 				v, ok := value(mf.GetType(), m)
-				if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+				if !ok || !reading(f, v) {
 					continue
 				}
 				vals[labelKey(m.GetLabel())] = v * n.scale
@@ -51,6 +52,31 @@ func Parse(r io.Reader) (Scrape, error) {
 		}
 	}
 	return s, nil
+}
+
+// dcgmBlank is DCGM_INT32_BLANK (dcgm_structs.h), the smallest of DCGM's
+// "no value" sentinels: the int32 ones count up from it, DCGM_FP64_BLANK is
+// 2^47 and DCGM_INT64_BLANK 0x7ffffffffffffff0. No utilization (percent or
+// ratio) or power draw (watts) comes near it.
+const dcgmBlank = 0x7ffffff0
+
+// reading reports whether v, as exported, is a reading of figure f rather
+// than a "no value" written as a number: NaN and infinities; a negative
+// value, which none of the figures can take (vLLM v0's
+// gpu_prefix_cache_hit_rate is -1 when prefix caching is off, "-1 means
+// not supported or disabled", vllm/core/block/interfaces.py); and DCGM's
+// blank sentinels, which the DCGM exporter wrote out as values until it
+// began to skip them (NVIDIA/dcgm-exporter commit 65be65a, July 2020) and
+// which its README's example still shows (DCGM_FI_DEV_MEMORY_TEMP
+// 9223372036854775794, DCGM_INT64_NOT_SUPPORTED).
+func reading(f figure, v float64) bool {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return false
+	}
+	if (f == figGPUUtil || f == figPower) && v >= dcgmBlank {
+		return false
+	}
+	return true
 }
 
 // value returns a gauge's, counter's or untyped sample's value.

@@ -54,6 +54,20 @@ func TestFixtures(t *testing.T) {
 			// one scrape: counters have no increase yet
 			Preemptions: ptr(0), PrefixCacheHitRate: nil,
 		}},
+		// Real: vLLM's design document. Only the running gauge of our
+		// figures is in the published excerpt.
+		{"vllm_v1_design_doc.txt", saturation.Server{
+			RequestsRunning: ptr(8),
+		}},
+		// Real: an idle V0 server relayed by AIBrix, prefix caching off.
+		// running 0.0, waiting 0.0, gpu_cache_usage_perc 0.0,
+		// num_preemptions_total 0.0 (one scrape: increase 0); the hit-rate
+		// gauge reads -1.0, "disabled", so there is no hit rate (not -1).
+		{"vllm_v0_aibrix.txt", saturation.Server{
+			RequestsRunning: ptr(0), RequestsWaiting: ptr(0), RequestsWaitingMax: ptr(0),
+			KVCacheUsage: ptr(0), KVCacheUsageMax: ptr(0),
+			Preemptions: ptr(0), PrefixCacheHitRate: nil,
+		}},
 		{"vllm_v0.txt", saturation.Server{
 			RequestsRunning: ptr(8), RequestsWaiting: ptr(0), RequestsWaitingMax: ptr(0),
 			KVCacheUsage: ptr(0.342), KVCacheUsageMax: ptr(0.342),
@@ -73,6 +87,14 @@ func TestFixtures(t *testing.T) {
 		}},
 		{"dcgm.txt", saturation.Server{
 			GPUUtilization: ptr((0.98 + 0.62) / 2), PowerWatts: ptr(301.5 + 198.5),
+		}},
+		// Real: eight idle H100s, untyped samples (the capture grepped the
+		// HELP and TYPE lines away). Utilization: eight 0s → 0. Power:
+		// 113.611 + 68.347 + 65.709 + 67.316 + 68.717 + 65.742 + 67.328
+		// + 66.997 = 583.767 W.
+		{"dcgm_aicr_h100.txt", saturation.Server{
+			GPUUtilization: ptr(0),
+			PowerWatts:     ptr(113.611 + 68.347 + 65.709 + 67.316 + 68.717 + 65.742 + 67.328 + 66.997),
 		}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
@@ -175,6 +197,33 @@ func TestGPUsAndEngines(t *testing.T) {
 		RequestsWaiting: ptr(8), RequestsWaitingMax: ptr(5),
 		GPUUtilization: ptr(0.75), PowerWatts: ptr(500), OutputTokensPerJoule: ptr(2),
 	}, got)
+}
+
+// TestParseSkipsSentinels: numbers that mean "no value" are not readings.
+// vLLM v0 exports gpu_prefix_cache_hit_rate -1 with prefix caching off
+// (testdata/vllm_v0_aibrix.txt); the DCGM exporter's README shows a blank
+// sentinel written as a value (DCGM_FI_DEV_MEMORY_TEMP 9223372036854775794,
+// DCGM_INT64_NOT_SUPPORTED): one in GPU_UTIL (int64) or POWER_USAGE
+// (DCGM_FP64_NOT_SUPPORTED, 2^47+2) must not become a GPU at 9e16 percent.
+func TestParseSkipsSentinels(t *testing.T) {
+	s, err := Parse(strings.NewReader(fixture(t, "vllm_v0_aibrix.txt")))
+	require.NoError(t, err)
+	assert.NotContains(t, s, figPrefixRate, "-1 is no hit rate")
+	assert.Equal(t, 0.0, s[figKV][`model_name=Qwen/Qwen2.5-Coder-1.5B-Instruct`], "a real 0 is kept")
+
+	s, err = Parse(strings.NewReader(`DCGM_FI_DEV_GPU_UTIL{gpu="0", UUID="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"} 9223372036854775794
+DCGM_FI_DEV_GPU_UTIL{gpu="1", UUID="GPU-b"} 40
+DCGM_FI_DEV_POWER_USAGE{gpu="0", UUID="GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"} 140737488355330.000000
+DCGM_FI_DEV_POWER_USAGE{gpu="1", UUID="GPU-b"} 250.5
+`))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{"UUID=GPU-b,gpu=1": 0.4}, s[figGPUUtil])
+	assert.Equal(t, map[string]float64{"UUID=GPU-b,gpu=1": 250.5}, s[figPower])
+
+	// All of a name's series blank: the next name of the table is read.
+	s, err = Parse(strings.NewReader("DCGM_FI_DEV_GPU_UTIL{gpu=\"0\"} 2147483634\nDCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu=\"0\"} 0.75\n"))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]float64{"gpu=0": 0.75}, s[figGPUUtil])
 }
 
 func TestParseSkipsNaNAndRejectsGarbage(t *testing.T) {
