@@ -291,31 +291,8 @@ func FuzzSummarizerMatchesSummarize(f *testing.F) {
 	f.Add(make([]byte, 64), uint8(0xff))
 	mono := time.Now()
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
-		next := fuzzInt64s(&data)
-		at := func(v int64) time.Time {
-			switch (uint64(v) >> 60) % 4 {
-			case 0:
-				return time.Time{}
-			case 1:
-				return mono.Add(time.Duration(v % (1 << 40)))
-			}
-			return time.Unix(0, v)
-		}
-		var rs []Record
-		for len(data) > 0 && len(rs) < 32 {
-			r := Record{Start: at(next()), FirstToken: at(next()), LastToken: at(next()), End: at(next()),
-				OutputTokens: int(next() % 8), InputTokens: int(next() % 100), Outcome: Outcome(next() % 4)}
-			for g := next() % 3; g > 0; g-- {
-				r.ITL = append(r.ITL, time.Duration(next()))
-			}
-			r.FirstOutput = at(next())
-			rs = append(rs, r)
-		}
-		var slo SLO
-		if mode&1 != 0 {
-			slo = SLO{TTFT: time.Duration(mode) * 1e6, TPOT: time.Duration(mode), ITL: 1e6, E2EL: 1e9}
-		}
-		opts := SummaryOptions{SLO: slo, Duration: time.Duration(mode>>4) * time.Second, Percentiles: []float64{0, 50, 99.9}}
+		rs, opts := fuzzRecords(data, mode, mono)
+		opts.Percentiles = []float64{0, 50, 99.9}
 		want, got := Summarize(rs, opts), summarizeAll(t, rs, opts)
 		if !sharesTimeBase(rs) {
 			want.PeakConcurrency, got.PeakConcurrency = 0, 0

@@ -418,33 +418,40 @@ func FuzzSummarizeMatchesRecordMethods(f *testing.F) {
 	f.Add(make([]byte, 64), uint8(0xff))
 	mono := time.Now()
 	f.Fuzz(func(t *testing.T, data []byte, mode uint8) {
-		next := fuzzInt64s(&data)
-		at := func(v int64) time.Time {
-			switch (uint64(v) >> 60) % 4 {
-			case 0:
-				return time.Time{}
-			case 1:
-				return mono.Add(time.Duration(v % (1 << 40)))
-			case 2:
-				return time.Unix(0, v)
-			}
-			return time.Unix(v>>20, v%1e9)
-		}
-		var rs []Record
-		for len(data) > 0 && len(rs) < 32 {
-			r := Record{Start: at(next()), FirstToken: at(next()), LastToken: at(next()), End: at(next()),
-				OutputTokens: int(next() % 8), Outcome: Outcome(next() % 4)}
-			for g := next() % 3; g > 0; g-- {
-				r.ITL = append(r.ITL, time.Duration(next()))
-			}
-			r.FirstOutput, r.ReasoningTokens = at(next()), int(next()%8)
-			rs = append(rs, r)
-		}
-		var slo SLO
-		if mode&1 != 0 {
-			slo = SLO{TTFT: time.Duration(mode) * 1e6, TPOT: time.Duration(mode), ITL: 1e6, E2EL: 1e9}
-		}
-		opts := SummaryOptions{SLO: slo, Duration: time.Duration(mode>>4) * time.Second}
+		rs, opts := fuzzRecords(data, mode, mono)
 		require.Equal(t, summarizeRef(rs, opts), Summarize(rs, opts))
 	})
+}
+
+// fuzzRecords builds up to 32 records from data (times relative to a wall
+// or to mono's monotonic base, absolute, or zero) and, from mode, the
+// options to summarize them with.
+func fuzzRecords(data []byte, mode uint8, mono time.Time) ([]Record, SummaryOptions) {
+	next := fuzzInt64s(&data)
+	at := func(v int64) time.Time {
+		switch (uint64(v) >> 60) % 4 {
+		case 0:
+			return time.Time{}
+		case 1:
+			return mono.Add(time.Duration(v % (1 << 40)))
+		case 2:
+			return time.Unix(0, v)
+		}
+		return time.Unix(v>>20, v%1e9)
+	}
+	var rs []Record
+	for len(data) > 0 && len(rs) < 32 {
+		r := Record{Start: at(next()), FirstToken: at(next()), LastToken: at(next()), End: at(next()),
+			OutputTokens: int(next() % 8), Outcome: Outcome(next() % 4)}
+		for g := next() % 3; g > 0; g-- {
+			r.ITL = append(r.ITL, time.Duration(next()))
+		}
+		r.FirstOutput, r.ReasoningTokens = at(next()), int(next()%8)
+		rs = append(rs, r)
+	}
+	var slo SLO
+	if mode&1 != 0 {
+		slo = SLO{TTFT: time.Duration(mode) * 1e6, TPOT: time.Duration(mode), ITL: 1e6, E2EL: 1e9}
+	}
+	return rs, SummaryOptions{SLO: slo, Duration: time.Duration(mode>>4) * time.Second}
 }
