@@ -292,6 +292,13 @@ type Record struct {
 	MaxITL time.Duration `json:"max_itl_ns,omitempty"`
 	// Outcome says how the request ended.
 	Outcome Outcome `json:"outcome"`
+	// ErrorType is why a request that did not end OK ended so: the same
+	// low-cardinality value a Tracker puts in the error.type attribute (an
+	// HTTP status code such as "429", "timeout", "canceled",
+	// "connection_refused", "eof", a provider's error type such as
+	// "overloaded_error"); "" for an OK request, and for a failed one whose
+	// maker did not say.
+	ErrorType string `json:"error_type,omitempty"`
 }
 
 // nonNeg returns d, or 0 when d is negative (times out of order).

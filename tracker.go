@@ -279,6 +279,7 @@ type Request struct {
 	hasUsage, ended bool
 	hasOut          bool // an answer chunk arrived
 	outcome         Outcome
+	errType         string // the error.type of the error passed to End
 }
 
 // Context returns the context the request was started with.
@@ -468,6 +469,7 @@ func (r *Request) EndAt(t time.Time, err error) Record {
 	r.ended = true
 	r.end = max(t.Sub(r.start), r.last)
 	r.outcome = outcomeOf(err)
+	r.errType = r.t.errorType(err)
 	rec := r.record()
 	low := r.hasUsage && r.output < r.chunks
 	r.mu.Unlock()
@@ -502,6 +504,7 @@ func (r *Request) record() Record {
 		ITL:                   r.itl,
 		MaxITL:                r.maxGap,
 		Outcome:               r.outcome,
+		ErrorType:             r.errType,
 	}
 	if r.hasUsage {
 		// Each token-carrying chunk holds at least one token: a usage below
@@ -534,6 +537,15 @@ func (t *Tracker) errorType(err error) string {
 	case errors.Is(err, context.Canceled):
 		return "canceled"
 	}
+	var typed interface{ ErrorType() string }
+	if errors.As(err, &typed) {
+		if v := typed.ErrorType(); v != "" {
+			return v
+		}
+	}
+	if v := transportErrorType(err); v != "" {
+		return v
+	}
 	return semconv.ErrorType(err).Value.AsString()
 }
 
@@ -546,7 +558,7 @@ func (t *Tracker) finish(ctx context.Context, in *instruments, set *attrSet, rec
 			st = sloMet
 		}
 	}
-	opts := set.endOptsFor(rec.Outcome, st, t.errorType(err))
+	opts := set.endOptsFor(rec.Outcome, st, rec.ErrorType)
 	if e2el, ok := rec.E2EL(); ok {
 		in.e2el.Record(ctx, e2el.Seconds(), opts.e2el...)
 	}
