@@ -95,7 +95,7 @@ func TestEndpointFails(t *testing.T) {
 		{"an error body that is not JSON", serve(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNotFound)
 			io.WriteString(w, "<html>\n  <body>Not   Found</body></html>")
-		}), "HTTP 404: <html> <body>Not Found</body></html>"},
+		}), "HTTP 404: Not Found"},
 		{"not a stream", serve(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			io.WriteString(w, "<html>welcome</html>")
@@ -385,4 +385,7 @@ func TestExcerpt(t *testing.T) {
 	assert.Equal(t, "HTTP 404: The model `x` does not exist.", httpError(404, []byte(`{"object":"error","message":"The model `+"`x`"+` does not exist.","type":"NotFoundError","code":404}`)), "vLLM")
 	assert.Equal(t, "HTTP 404: model 'x' not found", httpError(404, []byte(`{"error":"model 'x' not found"}`)), "Ollama")
 	assert.Equal(t, "HTTP 503 Service Unavailable", httpError(503, nil))
+	assert.Equal(t, "HTTP 501: Error response Message: Unsupported method ('POST').",
+		httpError(501, []byte("<html><head><title>Error response</title></head><body><p>Message: Unsupported method ('POST').</p></body></html>")), "an HTML error page")
+	assert.Equal(t, "HTTP 500: a < b", httpError(500, []byte("a < b")), "not HTML")
 }

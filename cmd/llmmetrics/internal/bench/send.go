@@ -156,7 +156,7 @@ func shortError(err error) string {
 func httpError(code int, body []byte) string {
 	msg := providerMessage(body)
 	if msg == "" {
-		msg = excerpt(body)
+		msg = excerpt(stripTags(body))
 	}
 	if msg == "" {
 		return fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
@@ -197,4 +197,26 @@ func excerpt(b []byte) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// stripTags returns an HTML body's text (what lies outside <…>), and any
+// other body unchanged: a web server's error page, shown in one line.
+func stripTags(body []byte) []byte {
+	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("<")) {
+		return body
+	}
+	var out []byte
+	in := false
+	for _, c := range body {
+		switch {
+		case c == '<':
+			in = true
+			out = append(out, ' ')
+		case c == '>':
+			in = false
+		case !in:
+			out = append(out, c)
+		}
+	}
+	return out
 }
