@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
-	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/jsonscan"
 )
 
 // aiperf's profile_export.jsonl (ai-dynamo/aiperf:

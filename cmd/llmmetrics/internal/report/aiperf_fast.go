@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
-	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/jsonscan"
 )
 
 // The fast path of the aiperf decoder: the library's zero-allocation JSON

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/jsonscan"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
