@@ -196,8 +196,9 @@ func aiCount(line []byte, m aiMetric) (int, bool) {
 		return 0, true
 	}
 	v, ok := aiNumber(line, m.val)
-	if !ok || !(v >= 0) || v > 1<<31 {
+	if !ok {
 		return 0, false
 	}
-	return int(v), true
+	n, err := countOf(v)
+	return n, err == nil
 }

@@ -149,6 +149,9 @@ type run struct {
 	// take max(End) − min(Start) over the records.
 	duration time.Duration
 	notes    []string // what the formats could not provide, said once each
+	// errorTypes counts the failed and canceled requests by error_type
+	// ("unknown" where the file does not say).
+	errorTypes map[string]int
 
 	clock       string        // the clock of the files read so far
 	clockFile   string        // the first file, named when another's clock differs
