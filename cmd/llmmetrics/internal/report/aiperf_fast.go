@@ -77,7 +77,7 @@ func aiMetrics(j *jsonscan.Scanner, i int, f *aiFacts) (int, bool) {
 	return j.Members(i, 1, func(k []byte, i int) (int, bool) {
 		var m *aiMetric
 		switch string(k) {
-		case "time_to_first_token":
+		case "time_to_first_token", "ttft": // "ttft" before 2025-10-10
 			m = &f.ttft
 		case "request_latency":
 			m = &f.lat
