@@ -1,9 +1,12 @@
 package report
 
 import (
+	"context"
 	"testing"
 
+	"github.com/llmmetrics/llmmetrics"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // testdata/vllm_serve_start_times.json (vllm/benchmarks/serve.py with
@@ -84,4 +87,18 @@ func TestVLLMErrorType(t *testing.T) {
 			assert.Equal(t, tt.want, vllmErrorType(tt.text))
 		})
 	}
+}
+
+func TestRead(t *testing.T) {
+	res, err := Read(context.Background(), []string{"testdata/aiperf_01.jsonl"}, "auto", llmmetrics.SummaryOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 4, res.Requests)
+	assert.Equal(t, []string{"aiperf"}, res.Formats)
+	assert.Equal(t, map[string]int{"500": 1, "canceled": 1}, res.ErrorTypes)
+	assert.Equal(t, 150*ms, res.Summarizer.Summary().TTFT.Mean)
+
+	_, err = Read(context.Background(), []string{"testdata/records.jsonl"}, "genai-perf", llmmetrics.SummaryOptions{})
+	assert.ErrorContains(t, err, "records.jsonl:1:")
+	_, err = Read(context.Background(), []string{"testdata/records.jsonl"}, "nope", llmmetrics.SummaryOptions{})
+	assert.ErrorContains(t, err, `unknown format "nope"`)
 }
