@@ -27,7 +27,7 @@ type feeder struct {
 }
 
 func (f *feeder) Read(p []byte) (int, error) {
-	if f.fed-f.d.InputOffset() > maxValueBytes {
+	if f.fed-f.d.InputOffset() > int64(maxValueBytes) {
 		return 0, errTooLong
 	}
 	n, err := f.r.Read(p)
@@ -70,7 +70,7 @@ func (d *jdec) wrap(err error) error {
 	case errors.As(err, &ie):
 		return err
 	case tooLong(err):
-		return d.errorf("a value %v", err)
+		return d.errorf("%s", overLimit("a value"))
 	case errors.Is(err, io.EOF):
 		err = io.ErrUnexpectedEOF
 	}
@@ -160,8 +160,11 @@ func (d *jdec) skip() error {
 func (d *jdec) value(what string, v any) error {
 	if err := d.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Value == "string" {
+		switch {
+		case errors.As(err, &te) && te.Value == "string":
 			return d.errorf("%s: a string (or NaN or Infinity) where a number is expected", what)
+		case tooLong(err):
+			return d.errorf("%s: %s", what, overLimit("a value"))
 		}
 		return d.wrap(fmt.Errorf("%s: %w", what, err))
 	}
@@ -170,9 +173,13 @@ func (d *jdec) value(what string, v any) error {
 
 // float decodes one number.
 func (d *jdec) float(what string) (float64, error) {
-	var n json.Number
-	if err := d.value(what, &n); err != nil {
+	var v any
+	if err := d.value(what, &v); err != nil {
 		return 0, err
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, d.errorf("%s: %.40q where a number is expected (NaN and Infinity are not numbers to report)", what, fmt.Sprint(v))
 	}
 	x, err := n.Float64()
 	if err != nil {

@@ -10,12 +10,13 @@ import (
 )
 
 // The limits every format is read under, the same on every path.
+// maxValueBytes is the longest line of a JSON Lines file, and the longest
+// single value (a string, a number, one request of a JSON document) a
+// document may hold: what bounds the memory a file's text costs, whatever
+// the file holds. A variable only so that tests reach it quickly.
+var maxValueBytes = 16 << 20
+
 const (
-	// maxValueBytes is the longest line of a JSON Lines file, and the
-	// longest single value (a string, a number, one request of a JSON
-	// document) a document may hold: what bounds the memory a file's text
-	// costs, whatever the file holds.
-	maxValueBytes = 16 << 20
 	// maxCount is the largest token count or length accepted: what an
 	// int32 holds, so that it is an int on every platform.
 	maxCount = math.MaxInt32
@@ -25,7 +26,12 @@ const (
 )
 
 // errTooLong is a line or value over maxValueBytes.
-var errTooLong = fmt.Errorf("longer than the limit of %d MiB (a line of a JSON Lines file, or one value of a JSON document)", maxValueBytes>>20)
+var errTooLong = errors.New("over the length limit")
+
+// overLimit says what is over the limit, and the limit.
+func overLimit(what string) string {
+	return fmt.Sprintf("%s longer than the limit of %d MiB (on a line of a JSON Lines file, and on one value of a JSON document)", what, maxValueBytes>>20)
+}
 
 // countOf checks that x is a count: a whole number in [0, maxCount].
 func countOf(x float64) (int, error) {

@@ -163,7 +163,7 @@ func (s *source) nextLine() ([]byte, int, error) {
 			s.buf = append(s.buf[:0], line...)
 			for errors.Is(err, bufio.ErrBufferFull) {
 				if len(s.buf) > maxValueBytes {
-					return nil, s.line + 1, s.errorf(s.line+1, "line %v", errTooLong)
+					return nil, s.line + 1, s.errorf(s.line+1, "%s", overLimit("a line"))
 				}
 				line, err = s.br.ReadSlice('\n')
 				s.buf = append(s.buf, line...)
@@ -171,7 +171,7 @@ func (s *source) nextLine() ([]byte, int, error) {
 			line = s.buf
 		}
 		if len(line) > maxValueBytes+1 {
-			return nil, s.line + 1, s.errorf(s.line+1, "line %v", errTooLong)
+			return nil, s.line + 1, s.errorf(s.line+1, "%s", overLimit("a line"))
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, s.line + 1, s.errorf(s.line+1, "%v", err)
@@ -219,6 +219,9 @@ type fileRun struct {
 // be the decoder's scratch). A record whose times are out of order is bad
 // input.
 func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmetrics.Record) error {
+	if why := badCount(&rec); why != "" {
+		return where("%s", why)
+	}
 	if why := outOfOrder(&rec); why != "" {
 		return where("record times out of order: %s", why)
 	}
@@ -240,6 +243,20 @@ func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmet
 // outOfOrder says why rec's times are not Start ≤ FirstToken ≤ FirstOutput
 // ≤ End and FirstToken ≤ LastToken ≤ End, or a gap is negative ("" when
 // they are in order).
+// badCount says which count of rec is not a count ("" when all are).
+func badCount(r *llmmetrics.Record) string {
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"input_tokens", r.InputTokens}, {"cached_input_tokens", r.CachedInputTokens}, {"cache_write_input_tokens", r.CacheWriteInputTokens},
+		{"output_tokens", r.OutputTokens}, {"reasoning_tokens", r.ReasoningTokens}, {"chunks", r.Chunks}} {
+		if c.n < 0 || c.n > maxCount {
+			return fmt.Sprintf("%s %d is not a count (a whole number from 0 to %d)", c.name, c.n, maxCount)
+		}
+	}
+	return ""
+}
+
 func outOfOrder(r *llmmetrics.Record) string {
 	if r.Start.IsZero() {
 		return "no start time"

@@ -25,8 +25,8 @@ func TestVLLMServeWithoutLatencies(t *testing.T) {
 	assert.Equal(t, 6, s.OutputTokens)
 	assert.InDelta(t, 0.8, s.RequestThroughput, 1e-12) // the file's request_throughput
 	assert.InDelta(t, 2.4, s.OutputThroughput, 1e-12)  // the file's output_throughput
-	assert.Equal(t, 250*ms, s.TTFT.Mean)                // the file's mean_ttft_ms
-	assert.Equal(t, 150*ms, s.TPOT.Mean)                // the file's mean_tpot_ms
+	assert.Equal(t, 250*ms, s.TTFT.Mean)               // the file's mean_ttft_ms
+	assert.Equal(t, 150*ms, s.TPOT.Mean)               // the file's mean_tpot_ms
 	assert.Equal(t, 4, s.ITL.Count)
 	assert.Equal(t, 125*ms, s.ITL.Mean) // the file's mean_itl_ms
 	assert.Equal(t, 500*ms, s.E2EL.Mean)
