@@ -163,6 +163,8 @@ func (d *jdec) value(what string, v any) error {
 		switch {
 		case errors.As(err, &te) && te.Value == "string":
 			return d.errorf("%s: a string (or NaN or Infinity) where a number is expected", what)
+		case errors.As(err, &te):
+			return d.errorf("%s: %s where %s is expected", what, te.Value, te.Type)
 		case tooLong(err):
 			return d.errorf("%s: %s", what, overLimit("a value"))
 		}
@@ -173,19 +175,9 @@ func (d *jdec) value(what string, v any) error {
 
 // float decodes one number.
 func (d *jdec) float(what string) (float64, error) {
-	var v any
-	if err := d.value(what, &v); err != nil {
-		return 0, err
-	}
-	n, ok := v.(json.Number)
-	if !ok {
-		return 0, d.errorf("%s: %.40q where a number is expected (NaN and Infinity are not numbers to report)", what, fmt.Sprint(v))
-	}
-	x, err := n.Float64()
-	if err != nil {
-		return 0, d.errorf("%s: %v is out of range", what, n)
-	}
-	return x, nil
+	var x float64
+	err := d.value(what, &x)
+	return x, err
 }
 
 // floats reads an array of numbers into dst.

@@ -3,6 +3,7 @@ package report
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/llmmetrics/llmmetrics"
 	"github.com/stretchr/testify/assert"
@@ -101,4 +102,28 @@ func TestRead(t *testing.T) {
 	assert.ErrorContains(t, err, "records.jsonl:1:")
 	_, err = Read(context.Background(), []string{"testdata/records.jsonl"}, "nope", llmmetrics.SummaryOptions{})
 	assert.ErrorContains(t, err, `unknown format "nope"`)
+}
+
+// The gaps of a vLLM document are held in blocks: a request's gaps read
+// back the same within a block and across block boundaries, and blocks
+// before the one in use are let go.
+func TestGapBlocks(t *testing.T) {
+	var bs blocks
+	n := 3*blockSize + 5
+	for i := range n {
+		bs.add(time.Duration(i))
+	}
+	var scratch []time.Duration
+	for _, r := range [][2]int{{0, 0}, {0, 3}, {blockSize - 2, blockSize + 3}, {blockSize, blockSize + 1}, {blockSize - 1, 3*blockSize + 1}, {n - 4, n}} {
+		got := bs.slice(r[0], r[1], &scratch)
+		require.Len(t, got, r[1]-r[0])
+		for j, g := range got {
+			assert.Equal(t, time.Duration(r[0]+j), g)
+		}
+	}
+	bs.release(2*blockSize + 1)
+	assert.Nil(t, bs.b[0])
+	assert.Nil(t, bs.b[1])
+	assert.NotNil(t, bs.b[2])
+	assert.Equal(t, []time.Duration{2 * blockSize, 2*blockSize + 1}, bs.slice(2*blockSize, 2*blockSize+2, &scratch))
 }

@@ -29,15 +29,17 @@ func init() {
 
 // vllmDoc is the per-request columns of one vLLM document, held compactly
 // (the columns come one after another, so all are held until the last is
-// read): about 40 bytes per request and 8 per inter-token gap.
+// read): 40 bytes per request and 8 per inter-token gap. The gaps are
+// held in blocks, each let go once its requests are summarized, so that
+// the gaps are not held twice (here and in the Summarizer) at the end.
 type vllmDoc struct {
 	duration          float64
 	in, out           []int32
 	ttft, lat, starts []float64
-	gaps              []time.Duration // every request's gaps, one after another
-	gapEnd            []int           // request i's gaps end at gapEnd[i]
-	nErrs             int             // entries of "errors"
-	errTypes          map[int]string  // the error_type of each request with an error text
+	gaps              blocks         // every request's gaps, one after another
+	gapEnd            []int          // request i's gaps end at gapEnd[i]
+	nErrs             int            // entries of "errors"
+	errTypes          map[int]string // the error_type of each request with an error text
 	has               map[string]bool
 }
 
@@ -51,18 +53,21 @@ var vllmColumns = map[string]func(d *jdec, v *vllmDoc, key string) error{
 	"latencies":   func(d *jdec, v *vllmDoc, key string) error { return d.floats(key, &v.lat) },
 	"start_times": func(d *jdec, v *vllmDoc, key string) error { return d.floats(key, &v.starts) },
 	"itls": func(d *jdec, v *vllmDoc, key string) error {
+		var scratch []float64
 		return d.array(key, func(i int) error {
-			err := d.array(key, func(int) error {
-				x, err := d.float(key)
-				g, ok := seconds(x)
-				if err == nil && !ok {
-					err = d.errorf("%s[%d]: gap %v s out of range", key, i, x)
-				}
-				v.gaps = append(v.gaps, g)
+			scratch = scratch[:0]
+			if err := d.value(key, &scratch); err != nil {
 				return err
-			})
-			v.gapEnd = append(v.gapEnd, len(v.gaps))
-			return err
+			}
+			for _, x := range scratch {
+				g, ok := seconds(x)
+				if !ok {
+					return d.errorf("%s[%d]: gap %v s out of range", key, i, x)
+				}
+				v.gaps.add(g)
+			}
+			v.gapEnd = append(v.gapEnd, v.gaps.n)
+			return nil
 		})
 	},
 	"errors": func(d *jdec, v *vllmDoc, key string) error {
@@ -112,8 +117,9 @@ func decodeVLLMDoc(fr *fileRun, d *jdec) error {
 		return err
 	}
 	base := fr.run.relativeBase()
+	var scratch []time.Duration
 	for i := range v.ttft {
-		rec, err := v.record(i, base)
+		rec, err := v.record(i, base, &scratch)
 		if err != nil {
 			return at("request %d: %v", i, err)
 		}
@@ -124,4 +130,47 @@ func decodeVLLMDoc(fr *fileRun, d *jdec) error {
 	}
 	fr.run.addRelative(dur)
 	return nil
+}
+
+// blockSize is the number of gaps in a block.
+const blockSize = 1 << 14
+
+// blocks is a list of gaps in fixed-size blocks, so that the front can be
+// let go while the rest is still read.
+type blocks struct {
+	b     [][]time.Duration
+	n     int // gaps added
+	freed int // blocks let go
+}
+
+func (bs *blocks) add(g time.Duration) {
+	if bs.n%blockSize == 0 {
+		bs.b = append(bs.b, make([]time.Duration, 0, blockSize))
+	}
+	last := &bs.b[len(bs.b)-1]
+	*last = append(*last, g)
+	bs.n++
+}
+
+// slice returns gaps [lo, hi): within one block, the block's own storage;
+// across blocks, a copy in *scratch.
+func (bs *blocks) slice(lo, hi int, scratch *[]time.Duration) []time.Duration {
+	if lo == hi {
+		return nil
+	}
+	if lo/blockSize == (hi-1)/blockSize {
+		return bs.b[lo/blockSize][lo%blockSize : (hi-1)%blockSize+1]
+	}
+	*scratch = (*scratch)[:0]
+	for i := lo; i < hi; i++ {
+		*scratch = append(*scratch, bs.b[i/blockSize][i%blockSize])
+	}
+	return *scratch
+}
+
+// release lets go of the blocks wholly before gap index lo.
+func (bs *blocks) release(lo int) {
+	for ; bs.freed < lo/blockSize; bs.freed++ {
+		bs.b[bs.freed] = nil
+	}
 }

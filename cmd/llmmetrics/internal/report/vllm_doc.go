@@ -49,7 +49,7 @@ func (v *vllmDoc) check(fr *fileRun, at func(string, ...any) error) (time.Durati
 }
 
 // record builds request i, placed from base.
-func (v *vllmDoc) record(i int, base time.Time) (llmmetrics.Record, error) {
+func (v *vllmDoc) record(i int, base time.Time, scratch *[]time.Duration) (llmmetrics.Record, error) {
 	var off time.Duration
 	if v.starts != nil {
 		var ok bool
@@ -63,7 +63,8 @@ func (v *vllmDoc) record(i int, base time.Time) (llmmetrics.Record, error) {
 	if i > 0 {
 		lo = v.gapEnd[i-1]
 	}
-	gaps := v.gaps[lo:v.gapEnd[i]]
+	gaps := v.gaps.slice(lo, v.gapEnd[i], scratch)
+	v.gaps.release(lo)
 	ttft, ok := seconds(v.ttft[i])
 	if !ok {
 		return rec, fmt.Errorf("ttft %v s out of range", v.ttft[i])
