@@ -142,7 +142,7 @@ func runLadder(ctx context.Context, ladder string, tokens int, every, ttft time.
 			return fmt.Errorf("bench exited %d", code)
 		}
 		used := cpuTime() - cpu0 // both waves: 2n requests
-		b, err := get(hc, base+"/truth?skip="+strconv.Itoa(n))
+		b, err := get(hc, base+"/truth?skip="+strconv.Itoa(n+1)) // bench's preflight request, then the warm-up wave
 		if err != nil {
 			return err
 		}
