@@ -446,6 +446,8 @@ func TestTransportRequestAttributes(t *testing.T) {
 			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"a model name too long", "https://api.openai.com/v1/chat/completions", `{"model":"` + strings.Repeat("m", 300) + `"}`, nil, nil,
 			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
+		{"a model name over the read-ahead bound", "https://api.openai.com/v1/chat/completions", `{"model":"` + strings.Repeat("m", maxRequestBytes+10) + `"}`, nil, nil,
+			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"unknown endpoint: nothing automatic", "https://example.com/generate", `{"model":"m"}`, nil, nil,
 			"gen_ai.request.model=m llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"body not JSON", "https://api.openai.com/v1/chat/completions", `model=x`, nil, nil,
