@@ -26,7 +26,10 @@ import (
 )
 
 // ended returns the Records of the requests the Tracker ended, oldest first.
-func ended(tr *Tracker) []Record { return tr.win.appendRecords(nil, time.Time{}) }
+func ended(tr *Tracker) []Record {
+	recs, _ := tr.win.appendRecords(nil, nil, time.Time{})
+	return recs
+}
 
 // requestSets returns the requests counter by attribute set, each set
 // written "k=v k=v" in key order.
