@@ -323,3 +323,44 @@ func TestStreamErrorText(t *testing.T) {
 		})
 	}
 }
+
+// TestMalformedReportedOncePerStream: a stream of 1,000 malformed frames
+// reports its first problem through otel.Handle once; Err keeps that
+// first one; every frame is still decoded (the valid one at the end
+// counts), and a second stream reports its own first problem.
+func TestMalformedReportedOncePerStream(t *testing.T) {
+	const n = 1000
+	repeat := func(frame string, end string) string { return strings.Repeat(frame, n) + end }
+	tests := []struct {
+		name  string
+		dec   func() Decoder
+		in    string
+		first string // a substring of the first problem's text
+	}{
+		{"openai", func() Decoder { return NewOpenAIDecoder() },
+			"data: first\n\n" + repeat("data: x\n\n", `data: {"choices":[{"delta":{"content":"a"}}]}`+"\n\n"), `"first"`},
+		{"anthropic", func() Decoder { return NewAnthropicDecoder() },
+			"event: content_block_delta\ndata: first\n\n" + repeat("event: content_block_delta\ndata: x\n\n",
+				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n"), `"first"`},
+		{"gemini sse", func() Decoder { return NewGeminiDecoder() },
+			"data: first\n\n" + repeat("data: x\n\n", `data: {"candidates":[{"content":{"parts":[{"text":"a"}]}}]}`+"\n\n"), `"first"`},
+		{"ollama", func() Decoder { return NewOllamaDecoder() },
+			"first\n" + repeat("x\n", `{"response":"a","done":false}`+"\n"), `"first"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := otelErrors(t)
+			for stream := 1; stream <= 2; stream++ {
+				d := tt.dec()
+				got := decodePieces(d, []byte(tt.in))
+				require.Len(t, got, n+2)
+				assert.Positive(t, got[n+1].Tokens, "the valid frame after the malformed ones counts")
+				reported := errs()
+				require.Len(t, reported, stream, "one report per stream")
+				assert.ErrorIs(t, reported[stream-1], ErrMalformedFrame)
+				assert.Contains(t, reported[stream-1].Error(), tt.first, "the first problem is the one reported")
+				assert.Equal(t, reported[stream-1], d.Err(), "Err keeps the first problem")
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package llmmetrics
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -261,16 +262,20 @@ func TestHandlerPassesTheRequestThrough(t *testing.T) {
 		name  string
 		opts  []HTTPOption
 		model string
+		body  string // default: body
 	}{
 		{name: "no allowlist: _OTHER", model: "_OTHER"},
 		{name: "allowlisted", opts: []HTTPOption{WithModels("gpt-x")}, model: "gpt-x"},
 		{name: "not allowlisted", opts: []HTTPOption{WithModels("gpt-y")}, model: "_OTHER"},
+		{name: "a name over the read-ahead bound", opts: []HTTPOption{WithModels("gpt-x")}, model: "_OTHER",
+			body: `{"model":"` + strings.Repeat("m", maxRequestBytes+10) + `"}`},
 		{name: "WithRequestAttributes maps the request", opts: []HTTPOption{WithRequestAttributes(func(r *http.Request) []attribute.KeyValue {
 			return []attribute.KeyValue{semconv.GenAIRequestModel("tenant-" + r.Header.Get("X-Tier"))}
 		})}, model: "tenant-gold"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, reader, _ := serverTracker(t)
+			body := cmp.Or(tc.body, body)
 			var got string
 			h := NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				b, err := io.ReadAll(r.Body)

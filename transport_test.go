@@ -26,7 +26,10 @@ import (
 )
 
 // ended returns the Records of the requests the Tracker ended, oldest first.
-func ended(tr *Tracker) []Record { return tr.win.appendRecords(nil, time.Time{}) }
+func ended(tr *Tracker) []Record {
+	recs, _ := tr.win.appendRecords(nil, nil, time.Time{})
+	return recs
+}
 
 // requestSets returns the requests counter by attribute set, each set
 // written "k=v k=v" in key order.
@@ -445,6 +448,8 @@ func TestTransportRequestAttributes(t *testing.T) {
 			[]HTTPOption{WithModels("gpt-4o")},
 			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"a model name too long", "https://api.openai.com/v1/chat/completions", `{"model":"` + strings.Repeat("m", 300) + `"}`, nil, nil,
+			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
+		{"a model name over the read-ahead bound", "https://api.openai.com/v1/chat/completions", `{"model":"` + strings.Repeat("m", maxRequestBytes+10) + `"}`, nil, nil,
 			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"unknown endpoint: nothing automatic", "https://example.com/generate", `{"model":"m"}`, nil, nil,
 			"gen_ai.request.model=m llmmetrics.outcome=ok llmmetrics.role=client"},
