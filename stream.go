@@ -24,6 +24,10 @@ var ErrStopped = fmt.Errorf("llmmetrics: consumer stopped before the end of the 
 // ReasoningChunk, SetUsage, SetReasoningTokens; the clock is read once per
 // Read).
 //
+// When body implements ArrivalTimer, a Read's chunks are timed by its
+// ArrivalTime (when the bytes arrived, not when they were read), and by
+// the clock when it returns the zero time.
+//
 // The request ends exactly once: at io.EOF (OutcomeOK, or OutcomeError
 // with an error the stream reported); on another read error (OutcomeError);
 // at Close or when req's context is done (OutcomeCanceled, unless the
@@ -40,6 +44,7 @@ func NewReader(req *Request, body io.Reader, dec Decoder) io.ReadCloser {
 		dec = noFrames{}
 	}
 	r := &reader{req: req, body: body, dec: dec}
+	r.arrival, _ = body.(ArrivalTimer)
 	r.emit = r.apply
 	r.ending.Add(1)
 	if err := req.ctx.Err(); err != nil {
@@ -74,6 +79,7 @@ type reader struct {
 	req       *Request
 	body      io.Reader
 	dec       Decoder
+	arrival   ArrivalTimer          // body's, or nil: then chunks are timed by the clock
 	emit      func(Frame)           // r.apply, bound once so Decode calls do not allocate
 	streamErr error                 // the first error frame, set and read by Read's goroutine
 	closeErr  atomic.Pointer[error] // streamErr, published for Close on another goroutine
@@ -108,7 +114,7 @@ func (r *reader) Read(p []byte) (int, error) {
 func (r *reader) apply(f Frame) {
 	if f.Tokens != 0 {
 		if r.now.IsZero() {
-			r.now = r.req.t.cfg.now() // once per Read: its frames arrived together
+			r.now = r.chunkTime() // once per Read: its frames arrived together
 		}
 		if f.Reasoning {
 			r.req.ReasoningChunkAt(r.now, f.Tokens)
@@ -125,6 +131,31 @@ func (r *reader) apply(f Frame) {
 		r.doneErr = r.streamErr
 		r.sawDone.Store(true)
 	}
+}
+
+// ArrivalTimer is implemented by a response body that knows when the bytes
+// of its latest Read arrived, such as the time the kernel received them on
+// the socket (SO_TIMESTAMPNS on Linux). NewReader, and so NewTransport and
+// Middleware, time a Read's chunks by ArrivalTime when the body implements
+// it: the time a chunk reached the machine, free of the delay before the
+// client read it. A zero time means "not known": the chunks of that Read
+// are timed by the Tracker's clock. The time should be on the clock of the
+// request's Start (time.Now, with its monotonic reading), since TTFT and ITL
+// subtract them; ArrivalTime is called on the reading goroutine, at most
+// once per Read.
+type ArrivalTimer interface {
+	ArrivalTime() time.Time
+}
+
+// chunkTime is when the current Read's bytes arrived: the body's
+// ArrivalTime, else the Tracker's clock.
+func (r *reader) chunkTime() time.Time {
+	if r.arrival != nil {
+		if t := r.arrival.ArrivalTime(); !t.IsZero() {
+			return t
+		}
+	}
+	return r.req.t.cfg.now()
 }
 
 // noteFrame applies to req what f tells besides its tokens and its end
