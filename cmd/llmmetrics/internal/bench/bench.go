@@ -391,6 +391,7 @@ func checkOpenFiles(o options, openFiles func() (uint64, bool)) error {
 func newHTTPTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           stampedDialer, // chunks timed by their arrival (timing.go)
 		MaxIdleConns:          0, // no global cap
 		MaxIdleConnsPerHost:   100_000,
 		IdleConnTimeout:       90 * time.Second,

@@ -51,8 +51,11 @@ type Level struct {
 	// Server is what the model server's Prometheus endpoints reported
 	// during the level (absent: no endpoint, or nothing recognised).
 	Server *saturation.Server `json:"server,omitempty"`
+	// ClientTiming is the level's timing error budget (timing.go).
+	ClientTiming *ClientTiming `json:"client_timing,omitempty"`
 
 	repeats []llmmetrics.Summary // each repeat's own Summary, for the saturation analysis
+	timing  timingSamples        // the measured requests' lags, for ClientTiming
 }
 
 // Results is the content of results.json (docs/command.md).
@@ -70,6 +73,8 @@ type Results struct {
 	// objectives (with -search; 0 when even the lowest tried fails).
 	MaxLoadUnderSLO *float64 `json:"max_load_under_slo,omitempty"`
 	Cost            *Cost    `json:"cost,omitempty"`
+	// ClientTiming pools every level's timing error budget.
+	ClientTiming *ClientTiming `json:"client_timing,omitempty"`
 	// Interrupted: the run was stopped (Ctrl-C) before its end; the levels
 	// are those measured so far.
 	Interrupted bool `json:"interrupted,omitempty"`
@@ -95,6 +100,7 @@ func (b *bench) results() Results {
 		l.MeetsSLO = levelReport(r.Saturation, l.Load).MeetsSLO
 	}
 	r.Cost = costAt(b.o.hourlyCost, ls)
+	r.ClientTiming = overallTiming(ls, b.o.mode)
 	return r
 }
 
@@ -170,6 +176,7 @@ func writeTable(w io.Writer, r Results) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	writeTiming(w, r.ClientTiming)
 	writeFindings(w, r)
 }
 

@@ -97,8 +97,8 @@ func newBench(o options, e env) (*bench, error) {
 			b.model = b.fake.Config().Model
 		}
 	}
-	b.hc = &http.Client{Transport: llmmetrics.NewTransport(tracker, base)}
-	b.fresh = &http.Client{Transport: llmmetrics.NewTransport(tracker, freshBase)}
+	b.hc = &http.Client{Transport: llmmetrics.NewTransport(tracker, arrivalTransport{base})}
+	b.fresh = &http.Client{Transport: llmmetrics.NewTransport(tracker, arrivalTransport{freshBase})}
 	b.newWatcher()
 	return b, nil
 }
@@ -271,6 +271,9 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 		all, msgs = append(all, rep.records...), append(msgs, rep.msgs...)
 		total += s.Duration
 		l.Retries += rep.retries
+		for i, rec := range rep.records {
+			l.timing.add(rec, &rep.timings[i])
+		}
 		l.RepeatThroughput = append(l.RepeatThroughput, s.OutputThroughput)
 		l.repeats = append(l.repeats, s)
 		if s.Requests > 0 && s.Completed == 0 {
@@ -353,6 +356,7 @@ func (b *bench) finishLevel(l *Level, all []llmmetrics.Record, msgs []string, to
 			l.FirstError = cmp.Or(msgs[i], r.ErrorType)
 		}
 	}
+	b.finishTiming(l)
 	if total > 0 {
 		// Little's law: the mean number of requests in flight is the time
 		// they spent in flight over the time the repeats took.
@@ -403,6 +407,7 @@ type repeatResult struct {
 	records []llmmetrics.Record // the measured requests (warm-up excluded), in the order sent
 	msgs    []string            // why each failed ("" for an OK one)
 	retries int                 // measured requests sent twice (see send)
+	timings []reqTiming         // each measured request's schedule and lags
 }
 
 // runRepeat runs one repeat of a level: the warm-up requests, then the
@@ -412,11 +417,12 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 	total := warm + n
 	records := make([]llmmetrics.Record, total)
 	msgs := make([]string, total)
+	timings := make([]reqTiming, total)
 	var done, tokens, retries atomic.Int64
 	flight := newInFlight(total)
 	send := func(i int) {
 		flight.start(i)
-		s := b.send(ctx, b.requestBody(load, repeat, i), &records[i], false)
+		s := b.send(context.WithValue(ctx, timingKey{}, &timings[i]), b.requestBody(load, repeat, i), &records[i], false)
 		flight.end(i)
 		if i < warm {
 			return
@@ -442,22 +448,23 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 			if i > 0 {
 				next = next.Add(time.Duration(gaps.Rand() * float64(time.Second)))
 			}
-			t := time.NewTimer(time.Until(next))
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
+			timings[i].scheduled = next
+			if err := sleepUntil(ctx, next); err != nil {
 				wg.Wait()
-				return repeatResult{}, ctx.Err()
+				return repeatResult{}, err
 			}
 			wg.Go(func() { send(i) })
 		}
 	default:
 		var next atomic.Int64
+		began := time.Now()
 		for range int(load) {
 			wg.Go(func() {
+				due := began // a client's next request is due when its previous one ends
 				for i := int(next.Add(1) - 1); i < total && ctx.Err() == nil; i = int(next.Add(1) - 1) {
+					timings[i].scheduled = due
 					send(i)
+					due = cmp.Or(records[i].End, time.Now())
 				}
 			})
 		}
@@ -466,7 +473,7 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 	if err := ctx.Err(); err != nil {
 		return repeatResult{}, err
 	}
-	return repeatResult{records: records[warm:], msgs: msgs[warm:], retries: int(retries.Load())}, nil
+	return repeatResult{records: records[warm:], msgs: msgs[warm:], retries: int(retries.Load()), timings: timings[warm:]}, nil
 }
 
 // recordLine is one line of records.jsonl (docs/command.md).
@@ -475,6 +482,10 @@ type recordLine struct {
 	Load   float64           `json:"load"`
 	Repeat int               `json:"repeat"`
 	Record llmmetrics.Record `json:"record"`
+	// Scheduled is when the request was meant to leave: its arrival
+	// (open loop), or the end of the client's previous request (closed
+	// loop). Record.Start minus Scheduled is its send lag.
+	Scheduled time.Time `json:"scheduled,omitzero"`
 	// Error says why a failed request failed, in a few words (the
 	// record's error_type is its short, stable name).
 	Error string `json:"error,omitempty"`
@@ -485,7 +496,7 @@ func (b *bench) writeRecords(load float64, repeat int, rep repeatResult) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for i, r := range rep.records {
-		if err := enc.Encode(recordLine{Mode: b.o.mode, Load: load, Repeat: repeat, Record: r, Error: rep.msgs[i]}); err != nil {
+		if err := enc.Encode(recordLine{Mode: b.o.mode, Load: load, Repeat: repeat, Record: r, Error: rep.msgs[i], Scheduled: rep.timings[i].scheduled}); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,122 @@
+//go:build linux
+
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// kernelStamps: this system gives sockets receive timestamps.
+const kernelStamps = true
+
+// dialStamped dials a TCP connection with SO_TIMESTAMPNS set, whose reads
+// (recvmsg) keep the kernel's receive time of their bytes.
+func dialStamped(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
+	dd := *d
+	dd.Control = func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+		}); err != nil {
+			return err
+		}
+		return os.NewSyscallError("setsockopt SO_TIMESTAMPNS", serr)
+	}
+	c, err := dd.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	tc, ok := c.(*net.TCPConn)
+	if !ok {
+		return c, nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return c, nil
+	}
+	return &stampConn{TCPConn: tc, rc: rc, oob: make([]byte, syscall.CmsgSpace(16))}, nil
+}
+
+// stampConn reads with recvmsg and keeps the SCM_TIMESTAMPNS of its latest
+// read. Reads of one connection are not concurrent (net/http reads a
+// connection from one goroutine at a time); the atomics let another
+// goroutine ask.
+type stampConn struct {
+	*net.TCPConn
+	rc   syscall.RawConn
+	oob  []byte
+	last atomic.Int64 // Unix ns, 0: unknown
+	seq  atomic.Uint64
+}
+
+func (c *stampConn) lastArrival() (int64, uint64) { return c.last.Load(), c.seq.Load() }
+
+func (c *stampConn) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n, oobn int
+	var rerr error
+	err := c.rc.Read(func(fd uintptr) bool {
+		for {
+			n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), p, c.oob, 0)
+			if rerr != syscall.EINTR {
+				return rerr != syscall.EAGAIN
+			}
+		}
+	})
+	if err == nil && rerr != nil {
+		err = os.NewSyscallError("recvmsg", rerr)
+	}
+	if err != nil {
+		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
+	}
+	if n == 0 {
+		return 0, io.EOF
+	}
+	c.last.Store(receiveTime(c.oob[:oobn]))
+	c.seq.Add(1)
+	return n, nil
+}
+
+var errNoStamp = errors.New("no SCM_TIMESTAMPNS")
+
+// receiveTime is the Unix ns of the SCM_TIMESTAMPNS in a recvmsg's control
+// data, 0 when it has none.
+func receiveTime(oob []byte) int64 {
+	t, err := parseTimestampNS(oob)
+	if err != nil {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// parseTimestampNS returns the time in the SCM_TIMESTAMPNS message of
+// oob: a struct timespec, two native-endian words of 8 bytes (or 4 on a
+// 32-bit system).
+func parseTimestampNS(oob []byte) (time.Time, error) {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, m := range msgs {
+		if m.Header.Level != syscall.SOL_SOCKET || m.Header.Type != syscall.SCM_TIMESTAMPNS {
+			continue
+		}
+		switch d := m.Data; len(d) {
+		case 16:
+			return time.Unix(int64(binary.NativeEndian.Uint64(d)), int64(binary.NativeEndian.Uint64(d[8:]))), nil
+		case 8:
+			return time.Unix(int64(int32(binary.NativeEndian.Uint32(d))), int64(int32(binary.NativeEndian.Uint32(d[4:])))), nil
+		}
+	}
+	return time.Time{}, errNoStamp
+}

@@ -1,0 +1,234 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
+)
+
+// ClientTiming is the run's own error budget (results.json client_timing,
+// overall and per level): how late requests left against their schedule,
+// and how long chunks waited between arriving and being processed.
+type ClientTiming struct {
+	// Method is "kernel" when every chunk was timed by the socket's
+	// receive timestamp, "user" when some were timed when user space
+	// read them (Note says why).
+	Method string `json:"method"`
+	// ArrivalLagP50 and ArrivalLagP99: a chunk's processing time minus
+	// the kernel's arrival time of its bytes (absent without kernel
+	// timestamps: the lag is then not measured, and is in the figures).
+	ArrivalLagP50 *time.Duration `json:"arrival_lag_p50_ns,omitempty"`
+	ArrivalLagP99 *time.Duration `json:"arrival_lag_p99_ns,omitempty"`
+	// SendLagP50 and SendLagP99: a request's send time (the Record's
+	// Start) minus its scheduled time.
+	SendLagP50 time.Duration `json:"send_lag_p50_ns"`
+	SendLagP99 time.Duration `json:"send_lag_p99_ns"`
+	// Reads counts the socket reads that carried frames of a measured
+	// answer; MultiFrameReads those that carried several. The frames of
+	// such a read share its arrival time, the latest of its bytes: an
+	// earlier frame waited in the socket, a lag kernel timestamps cannot
+	// remove (the client had fallen behind by a chunk interval or more).
+	Reads           int `json:"reads"`
+	MultiFrameReads int `json:"multi_frame_reads"`
+	// Note says why Method is "user".
+	Note string `json:"note,omitempty"`
+	// Warning says that the client, not the server, limited the figures.
+	Warning string `json:"warning,omitempty"`
+}
+
+// Thresholds of the client-bound warning: a lag above this fraction of
+// what it is compared with (see timingWarning).
+const clientBoundFraction = 0.05
+
+// reqTiming is what one request's timing gathered, besides its Record.
+// Its fields are written by the goroutine that reads the answer.
+type reqTiming struct {
+	scheduled time.Time       // when the request was meant to leave
+	lags      []time.Duration // arrival lag of each Read's chunks (kernel stamps only)
+	userReads int             // Reads whose chunks were timed by the clock
+	reads     int             // socket reads that carried frames
+	multi     int             // of which carried several frames
+	note      string          // why the clock was used
+}
+
+// timingKey is the context key of a request's *reqTiming.
+type timingKey struct{}
+
+// timingSamples pools the reqTimings of a level's measured requests.
+type timingSamples struct {
+	send, arrival      []float64 // ns
+	userReads          int
+	reads, multi, reqs int
+	note               string
+}
+
+func (s *timingSamples) add(rec llmmetrics.Record, rt *reqTiming) {
+	s.reqs++
+	if !rt.scheduled.IsZero() && !rec.Start.IsZero() {
+		s.send = append(s.send, float64(max(rec.Start.Sub(rt.scheduled), 0)))
+	}
+	for _, l := range rt.lags {
+		s.arrival = append(s.arrival, float64(l))
+	}
+	s.userReads += rt.userReads
+	s.reads += rt.reads
+	s.multi += rt.multi
+	if s.note == "" {
+		s.note = rt.note
+	}
+}
+
+func (s *timingSamples) merge(o *timingSamples) {
+	s.send = append(s.send, o.send...)
+	s.arrival = append(s.arrival, o.arrival...)
+	s.userReads += o.userReads
+	s.reads += o.reads
+	s.multi += o.multi
+	s.reqs += o.reqs
+	if s.note == "" {
+		s.note = o.note
+	}
+}
+
+// pct is the p-th percentile (numpy linear) of xs in ns; 0 for none.
+func pct(xs []float64, p float64) time.Duration {
+	v, err := llmmetrics.Percentile(xs, p)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(v)
+}
+
+// summary is the ClientTiming of s, without its warning.
+func (s *timingSamples) summary() *ClientTiming {
+	if s.reqs == 0 {
+		return nil
+	}
+	ct := &ClientTiming{Method: "kernel", SendLagP50: pct(s.send, 50), SendLagP99: pct(s.send, 99),
+		Reads: s.reads, MultiFrameReads: s.multi}
+	if s.userReads > 0 || len(s.arrival) == 0 {
+		ct.Method, ct.Note = "user", s.note
+		if ct.Note == "" {
+			ct.Note = "chunks were timed when read: no kernel receive timestamps on this connection"
+		}
+	}
+	if len(s.arrival) > 0 {
+		p50, p99 := pct(s.arrival, 50), pct(s.arrival, 99)
+		ct.ArrivalLagP50, ct.ArrivalLagP99 = &p50, &p99
+	}
+	return ct
+}
+
+// timingWarning says when the client limited a level's figures: the send
+// lag p99 above 5 % of the mean inter-arrival time (open loop) or of the
+// mean E2EL (closed loop: the time a client's next request is due after),
+// or the arrival lag p99 above 5 % of ITL p50. "" when neither.
+func timingWarning(ct *ClientTiming, m Mode, load float64, s llmmetrics.Summary) string {
+	var why []string
+	base, what := s.E2EL.Mean, "the mean E2EL"
+	if m == ModeRate && load > 0 {
+		base, what = time.Duration(float64(time.Second)/load), "the mean inter-arrival time"
+	}
+	if base > 0 && float64(ct.SendLagP99) > clientBoundFraction*float64(base) {
+		why = append(why, fmt.Sprintf("send lag p99 %s is above 5 %% of %s (%s)", dur(ct.SendLagP99), what, dur(base)))
+	}
+	if itl, ok := s.ITL.Percentile(50); ok && ct.ArrivalLagP99 != nil && itl > 0 &&
+		float64(*ct.ArrivalLagP99) > clientBoundFraction*float64(itl) {
+		why = append(why, fmt.Sprintf("arrival lag p99 %s is above 5 %% of ITL p50 (%s)", dur(*ct.ArrivalLagP99), dur(itl)))
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "the client limited the figures (" + strings.Join(why, "; ") + "): its timing, not the server, bounds them"
+}
+
+// dur formats d in µs below 1 ms, else in ms.
+func dur(d time.Duration) string {
+	if d < time.Millisecond {
+		return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond))
+	}
+	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+}
+
+// finishTiming sets a level's client_timing from its samples.
+func (b *bench) finishTiming(l *Level) {
+	l.ClientTiming = l.timing.summary()
+	if l.ClientTiming != nil {
+		l.ClientTiming.Warning = timingWarning(l.ClientTiming, b.o.mode, l.Load, l.Summary)
+	}
+}
+
+// overallTiming pools the levels' samples; its warning names the levels
+// whose own check warned.
+func overallTiming(ls []*Level, m Mode) *ClientTiming {
+	var all timingSamples
+	var warned []string
+	for _, l := range ls {
+		all.merge(&l.timing)
+		if l.ClientTiming != nil && l.ClientTiming.Warning != "" {
+			warned = append(warned, fmt.Sprintf("%s %g", m, l.Load))
+		}
+	}
+	ct := all.summary()
+	if ct != nil && len(warned) > 0 {
+		ct.Warning = "the client limited the figures at " + strings.Join(warned, ", ") + " (see each level's client_timing)"
+	}
+	return ct
+}
+
+// writeTiming prints the error budget under the table, and its warning.
+func writeTiming(w io.Writer, ct *ClientTiming) {
+	if ct == nil {
+		return
+	}
+	arrival := "not measured (" + ct.Note + ")"
+	if ct.ArrivalLagP99 != nil {
+		arrival = fmt.Sprintf("arrival lag p50 %s, p99 %s (%s timestamps; %d of %d reads carried several frames)",
+			dur(*ct.ArrivalLagP50), dur(*ct.ArrivalLagP99), ct.Method, ct.MultiFrameReads, ct.Reads)
+	}
+	fmt.Fprintf(w, "Client timing error: %s; send lag p50 %s, p99 %s.\n", arrival, dur(ct.SendLagP50), dur(ct.SendLagP99))
+	if ct.Warning != "" {
+		fmt.Fprintf(w, "Warning: %s.\n", ct.Warning)
+	}
+}
+
+// spinWindow is how long before its time an open-loop arrival stops
+// sleeping on a timer and yields the processor until the time comes: Go's
+// timers wake a few hundred µs late on a busy machine (median ~260 µs
+// measured on a loaded 2-core Linux host), a yielding wait wakes within
+// a µs when the processor is free.
+const spinWindow = 500 * time.Microsecond
+
+// maxYields bounds the yielding wait: past it, the rest is slept.
+const maxYields = 100_000
+
+// sleepUntil waits until at, or until ctx is done (its error).
+func sleepUntil(ctx context.Context, at time.Time) error {
+	if d := time.Until(at) - spinWindow; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	for i := 0; time.Now().Before(at); i++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if i == maxYields {
+			// A clock that does not move while goroutines run (a
+			// testing/synctest bubble), or a processor that others hold.
+			time.Sleep(time.Until(at))
+			break
+		}
+		runtime.Gosched()
+	}
+	return nil
+}
