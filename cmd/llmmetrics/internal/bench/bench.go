@@ -392,7 +392,7 @@ func newHTTPTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           stampedDialer, // chunks timed by their arrival (timing.go)
-		MaxIdleConns:          0, // no global cap
+		MaxIdleConns:          0,             // no global cap
 		MaxIdleConnsPerHost:   100_000,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
