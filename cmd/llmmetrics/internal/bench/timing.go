@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"strings"
 	"time"
@@ -95,13 +96,14 @@ func (s *timingSamples) merge(o *timingSamples) {
 	}
 }
 
-// pct is the p-th percentile (numpy linear) of xs in ns; 0 for none.
+// pct is the p-th percentile (numpy linear) of xs in ns, rounded to the
+// ns; 0 for none.
 func pct(xs []float64, p float64) time.Duration {
 	v, err := llmmetrics.Percentile(xs, p)
 	if err != nil {
 		return 0
 	}
-	return time.Duration(v)
+	return time.Duration(math.Round(v))
 }
 
 // summary is the ClientTiming of s, without its warning.

@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTimingSummary(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var s timingSamples
+	// Send lags 0, 10, 20, 30 µs; arrival lags 1…4 ms and 100 ms.
+	for i, lags := range [][]time.Duration{
+		{time.Millisecond, 2 * time.Millisecond},
+		{3 * time.Millisecond},
+		{4 * time.Millisecond, 100 * time.Millisecond},
+		nil,
+	} {
+		sched := t0.Add(time.Duration(i) * time.Second)
+		rec := llmmetrics.Record{Start: sched.Add(time.Duration(i) * 10 * time.Microsecond)}
+		s.add(rec, &reqTiming{scheduled: sched, lags: lags, reads: len(lags), multi: i % 2})
+	}
+	ct := s.summary()
+	require.NotNil(t, ct)
+	assert.Equal(t, "kernel", ct.Method)
+	// numpy linear: p50 of {0,10,20,30} = 15; p99 = 20 + 0.97·10 = 29.7.
+	assert.Equal(t, 15*time.Microsecond, ct.SendLagP50)
+	assert.Equal(t, 29700*time.Nanosecond, ct.SendLagP99)
+	// {1,2,3,4,100} ms: p50 = 3 ms; p99 = 4 + 0.96·96 = 96.16 ms.
+	require.NotNil(t, ct.ArrivalLagP50)
+	assert.Equal(t, 3*time.Millisecond, *ct.ArrivalLagP50)
+	assert.Equal(t, 96160*time.Microsecond, *ct.ArrivalLagP99)
+	assert.Equal(t, 5, ct.Reads)
+	assert.Equal(t, 2, ct.MultiFrameReads)
+
+	t.Run("a read timed by the clock makes the method user", func(t *testing.T) {
+		s.add(llmmetrics.Record{Start: t0}, &reqTiming{scheduled: t0, userReads: 1, note: "why"})
+		ct := s.summary()
+		assert.Equal(t, "user", ct.Method)
+		assert.Equal(t, "why", ct.Note)
+	})
+	t.Run("no requests: none", func(t *testing.T) {
+		var empty timingSamples
+		assert.Nil(t, empty.summary())
+	})
+	t.Run("a request sent before its schedule counts 0", func(t *testing.T) {
+		var s timingSamples
+		s.add(llmmetrics.Record{Start: t0}, &reqTiming{scheduled: t0.Add(time.Millisecond)})
+		assert.Equal(t, time.Duration(0), s.summary().SendLagP99)
+	})
+}
+
+func TestTimingWarning(t *testing.T) {
+	itl := func(p50 time.Duration) llmmetrics.Summary {
+		return llmmetrics.Summary{ITL: llmmetrics.Distribution{Count: 1, Median: p50}, E2EL: llmmetrics.Distribution{Count: 1, Mean: time.Second}}
+	}
+	d := func(v time.Duration) *time.Duration { return &v }
+	for _, tc := range []struct {
+		name string
+		ct   ClientTiming
+		mode Mode
+		load float64
+		want []string // substrings; none: no warning
+	}{
+		// 100 requests/s: 10 ms between arrivals, 5 % = 500 µs.
+		{"send lag under 5 % of the gap", ClientTiming{SendLagP99: 500 * time.Microsecond}, ModeRate, 100, nil},
+		{"send lag over 5 % of the gap", ClientTiming{SendLagP99: 501 * time.Microsecond}, ModeRate, 100,
+			[]string{"send lag p99 501 µs", "mean inter-arrival time (10.0 ms)"}},
+		// Closed loop: against the mean E2EL, 1 s: 5 % = 50 ms.
+		{"closed loop under", ClientTiming{SendLagP99: 50 * time.Millisecond}, ModeConcurrency, 8, nil},
+		{"closed loop over", ClientTiming{SendLagP99: 51 * time.Millisecond}, ModeConcurrency, 8, []string{"mean E2EL (1000.0 ms)"}},
+		// ITL p50 20 ms: 5 % = 1 ms.
+		{"arrival lag under", ClientTiming{ArrivalLagP99: d(time.Millisecond)}, ModeRate, 1, nil},
+		{"arrival lag over", ClientTiming{ArrivalLagP99: d(1100 * time.Microsecond)}, ModeRate, 1,
+			[]string{"arrival lag p99 1.1 ms is above 5 % of ITL p50 (20.0 ms)", "the client limited the figures"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := timingWarning(&tc.ct, tc.mode, tc.load, itl(20*time.Millisecond))
+			if tc.want == nil {
+				assert.Empty(t, got)
+			}
+			for _, w := range tc.want {
+				assert.Contains(t, got, w)
+			}
+		})
+	}
+}
+
+func TestCountFrames(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"", 0},
+		{"data: {}\n\n", 1},
+		{"data: {}\n\ndata: {}\n\n", 2},
+		{"data: {}\r\n\r\ndata: [DONE]\r\n\r\n", 2},
+		{"data: {", 0},
+	} {
+		assert.Equal(t, tc.want, countFrames([]byte(tc.in)), "%q", tc.in)
+	}
+}
+
+func TestSleepUntil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		at := time.Now().Add(3 * time.Millisecond)
+		require.NoError(t, sleepUntil(context.Background(), at))
+		assert.Equal(t, at, time.Now(), "wakes at its time in a bubble (the yields end in a sleep)")
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		assert.ErrorIs(t, sleepUntil(ctx, time.Now().Add(time.Second)), context.Canceled)
+	})
+}
+
+// TestRecordsKeepScheduled: in a bubble, open-loop requests leave exactly
+// on schedule; records.jsonl and results.json keep it.
+func TestRecordsKeepScheduled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), []string{
+			"-rates", "20", "-requests", "8", "-repeats", "1", "-warmup", "0", "-speedup", "20", "-max-tokens", "8", "-out", dir,
+		}, testEnv(&stdout, &stderr, nil))
+		require.Equal(t, 0, code, "stderr: %s", stderr.String())
+		lines := readRecords(t, dir)
+		require.Len(t, lines, 8)
+		for i, l := range lines {
+			require.False(t, l.Scheduled.IsZero(), "line %d", i+1)
+			assert.Equal(t, time.Duration(0), l.Record.Start.Sub(l.Scheduled), "line %d", i+1)
+			if i > 0 {
+				assert.True(t, l.Scheduled.After(lines[i-1].Scheduled), "arrivals in order")
+			}
+		}
+		res := readResults(t, dir)
+		require.NotNil(t, res.ClientTiming)
+		assert.Equal(t, "user", res.ClientTiming.Method, "the in-memory server has no socket")
+		assert.NotEmpty(t, res.ClientTiming.Note)
+		assert.Nil(t, res.ClientTiming.ArrivalLagP99)
+		require.NotNil(t, res.Levels[0].ClientTiming)
+		assert.Contains(t, stdout.String(), "Client timing error: not measured")
+	})
+}
