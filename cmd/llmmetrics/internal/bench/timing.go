@@ -16,10 +16,14 @@ import (
 // overall and per level): how late requests left against their schedule,
 // and how long chunks waited between arriving and being processed.
 type ClientTiming struct {
-	// Method is "kernel" when every chunk was timed by the socket's
-	// receive timestamp, "user" when some were timed when user space
-	// read them (Note says why).
+	// Method is "kernel" when chunks were timed by the socket's receive
+	// timestamps, "user" when by the time user space read them (Note says
+	// why). A kernel run may time a few reads by the clock (UserReads):
+	// Linux turns receive timestamps on for the system lazily, so the
+	// first packets after the first timestamped socket opens can lack one.
 	Method string `json:"method"`
+	// UserReads counts the Reads whose chunks were timed by the clock.
+	UserReads int `json:"user_timed_reads"`
 	// ArrivalLagP50 and ArrivalLagP99: a chunk's processing time minus
 	// the kernel's arrival time of its bytes (absent without kernel
 	// timestamps: the lag is then not measured, and is in the figures).
@@ -112,8 +116,8 @@ func (s *timingSamples) summary() *ClientTiming {
 		return nil
 	}
 	ct := &ClientTiming{Method: "kernel", SendLagP50: pct(s.send, 50), SendLagP99: pct(s.send, 99),
-		Reads: s.reads, MultiFrameReads: s.multi}
-	if s.userReads > 0 || len(s.arrival) == 0 {
+		Reads: s.reads, MultiFrameReads: s.multi, UserReads: s.userReads}
+	if s.userReads > len(s.arrival) || len(s.arrival) == 0 {
 		ct.Method, ct.Note = "user", s.note
 		if ct.Note == "" {
 			ct.Note = "chunks were timed when read: no kernel receive timestamps on this connection"

@@ -39,8 +39,16 @@ func TestTimingSummary(t *testing.T) {
 	assert.Equal(t, 5, ct.Reads)
 	assert.Equal(t, 2, ct.MultiFrameReads)
 
-	t.Run("a read timed by the clock makes the method user", func(t *testing.T) {
-		s.add(llmmetrics.Record{Start: t0}, &reqTiming{scheduled: t0, userReads: 1, note: "why"})
+	t.Run("a few reads timed by the clock are counted", func(t *testing.T) {
+		s := s
+		s.add(llmmetrics.Record{Start: t0}, &reqTiming{scheduled: t0, userReads: 1})
+		ct := s.summary()
+		assert.Equal(t, "kernel", ct.Method)
+		assert.Equal(t, 1, ct.UserReads)
+	})
+	t.Run("more reads timed by the clock than by the kernel: user", func(t *testing.T) {
+		s := s
+		s.add(llmmetrics.Record{Start: t0}, &reqTiming{scheduled: t0, userReads: 6, note: "why"})
 		ct := s.summary()
 		assert.Equal(t, "user", ct.Method)
 		assert.Equal(t, "why", ct.Note)
