@@ -19,7 +19,12 @@ const kernelStamps = true
 
 // dialStamped dials a TCP connection with SO_TIMESTAMPNS set, whose reads
 // (recvmsg) keep the kernel's receive time of their bytes.
+// With LLMMETRICS_TIMING=user in the environment it dials a plain
+// connection: chunks are timed when read (to compare the two methods).
 func dialStamped(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
+	if os.Getenv("LLMMETRICS_TIMING") == "user" {
+		return d.DialContext(ctx, network, addr)
+	}
 	dd := *d
 	dd.Control = func(_, _ string, c syscall.RawConn) error {
 		var serr error

@@ -152,6 +152,7 @@ func runLadder(ctx context.Context, ladder string, tokens int, every, ttft time.
 			return err
 		}
 		recs, err := readRecords(dir + "/records.jsonl")
+		ct := clientTiming(dir + "/results.json")
 		os.RemoveAll(dir)
 		if err != nil {
 			return err
@@ -163,6 +164,7 @@ func runLadder(ctx context.Context, ladder string, tokens int, every, ttft time.
 		cITL50, _ := s.ITL.Percentile(50)
 		fmt.Printf("| %d | %s | %s | %+.2f ms | %s | %s | %+.2f ms | %+.2f ms | %.2f ms | %.2f ms | %d/%d ok | %d | %.1f µs |\n", n,
 			msf(trTTFT), msf(cTTFT), ms(cTTFT-trTTFT), msf(trITL), msf(cITL), ms(cITL-trITL), ms(cITL50-pct(tr.ITL, 50)), ms(sendDelay(recs, tr)), ms(readDelay(recs, tr)), s.Completed, s.Requests, tr.Conns, float64(used)/1e3/float64(2*n*tokens))
+		fmt.Printf("|   | client timing (its own report): %s |\n", ct)
 	}
 	return nil
 }
@@ -251,4 +253,26 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// clientTiming summarizes results.json's client_timing in one line.
+func clientTiming(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	var r bench.Results
+	if err := json.Unmarshal(b, &r); err != nil || r.ClientTiming == nil {
+		return "none"
+	}
+	ct := r.ClientTiming
+	s := fmt.Sprintf("method %s, send lag p99 %.1f µs", ct.Method, float64(ct.SendLagP99)/1e3)
+	if ct.ArrivalLagP99 != nil {
+		s += fmt.Sprintf(", arrival lag p50 %.2f ms p99 %.2f ms, %d/%d reads with several frames, %d reads timed by the clock",
+			ms(*ct.ArrivalLagP50), ms(*ct.ArrivalLagP99), ct.MultiFrameReads, ct.Reads, ct.UserReads)
+	}
+	if ct.Warning != "" {
+		s += "; warning: " + ct.Warning
+	}
+	return s
 }
