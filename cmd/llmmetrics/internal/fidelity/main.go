@@ -47,9 +47,11 @@ func main() {
 		every   = flag.Duration("every", 50*time.Millisecond, "gap between chunks")
 		ttft    = flag.Duration("ttft", 100*time.Millisecond, "server-side time to the first chunk")
 		cpu     = flag.String("server-cpu", "1", "taskset CPU list of the server child")
+		hog     = flag.Bool("hog", false, "starve the client: a goroutine that spins during each bench run (with GOMAXPROCS=1, the run should warn that its timing is client-bound)")
 		prof    = flag.String("cpuprofile", "", "write the client's CPU profile (the ladder's bench runs) to this file")
 	)
 	flag.Parse()
+	hogOn = *hog
 	if *prof != "" && !*serve {
 		f, err := os.Create(*prof)
 		if err != nil {
@@ -136,11 +138,13 @@ func runLadder(ctx context.Context, ladder string, tokens int, every, ttft time.
 			return err
 		}
 		cpu0 := cpuTime()
+		stopHog := startHog(hogOn)
 		code := bench.Main(ctx, []string{"-url", base + "/v1", "-model", "truth", "-concurrency", strconv.Itoa(n),
 			"-requests", strconv.Itoa(n), "-warmup", strconv.Itoa(n), "-repeats", "1", "-out", dir}, io.Discard, os.Stderr)
 		if code != 0 {
 			return fmt.Errorf("bench exited %d", code)
 		}
+		stopHog()
 		used := cpuTime() - cpu0 // both waves: 2n requests
 		// Skip bench's preflight request, then the warm-up wave.
 		b, err := get(hc, base+"/truth?skip="+strconv.Itoa(n+1))
@@ -275,4 +279,29 @@ func clientTiming(path string) string {
 		s += "; warning: " + ct.Warning
 	}
 	return s
+}
+
+// hogOn: -hog was given (set by main).
+var hogOn bool
+
+// startHog starts a goroutine that spins until the returned function is
+// called (when on), taking a processor from the client.
+func startHog(on bool) (stop func()) {
+	if !on {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		for x := 0; ; x++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			for range 1 << 16 { // spin without yielding between checks
+				x ^= x << 1
+			}
+		}
+	}()
+	return func() { close(done) }
 }
