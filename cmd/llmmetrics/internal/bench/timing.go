@@ -133,7 +133,10 @@ func (s *timingSamples) summary() *ClientTiming {
 // timingWarning says when the client limited a level's figures: the send
 // lag p99 above 5 % of the mean inter-arrival time (open loop) or of the
 // mean E2EL (closed loop: the time a client's next request is due after),
-// or the arrival lag p99 above 5 % of ITL p50. "" when neither.
+// or the arrival lag p99 above 5 % of ITL p50, or more than 5 % of the
+// reads carrying several frames (a backlog: the frames queued in the
+// socket, and their gaps are lost, so ITL p50 itself can read 0). "" when
+// none.
 func timingWarning(ct *ClientTiming, m Mode, load float64, s llmmetrics.Summary) string {
 	var why []string
 	base, what := s.E2EL.Mean, "the mean E2EL"
@@ -146,6 +149,9 @@ func timingWarning(ct *ClientTiming, m Mode, load float64, s llmmetrics.Summary)
 	if itl, ok := s.ITL.Percentile(50); ok && ct.ArrivalLagP99 != nil && itl > 0 &&
 		float64(*ct.ArrivalLagP99) > clientBoundFraction*float64(itl) {
 		why = append(why, fmt.Sprintf("arrival lag p99 %s is above 5 %% of ITL p50 (%s)", dur(*ct.ArrivalLagP99), dur(itl)))
+	}
+	if ct.Reads > 0 && float64(ct.MultiFrameReads) > clientBoundFraction*float64(ct.Reads) {
+		why = append(why, fmt.Sprintf("%d of %d reads carried several frames (a backlog in the socket)", ct.MultiFrameReads, ct.Reads))
 	}
 	if len(why) == 0 {
 		return ""

@@ -87,6 +87,9 @@ func TestTimingWarning(t *testing.T) {
 		{"arrival lag under", ClientTiming{ArrivalLagP99: d(time.Millisecond)}, ModeRate, 1, nil},
 		{"arrival lag over", ClientTiming{ArrivalLagP99: d(1100 * time.Microsecond)}, ModeRate, 1,
 			[]string{"arrival lag p99 1.1 ms is above 5 % of ITL p50 (20.0 ms)", "the client limited the figures"}},
+		// 5 % of 100 reads = 5.
+		{"few multi-frame reads", ClientTiming{Reads: 100, MultiFrameReads: 5}, ModeRate, 1, nil},
+		{"a backlog", ClientTiming{Reads: 100, MultiFrameReads: 6}, ModeRate, 1, []string{"6 of 100 reads carried several frames"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := timingWarning(&tc.ct, tc.mode, tc.load, itl(20*time.Millisecond))
