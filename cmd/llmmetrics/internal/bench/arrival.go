@@ -115,9 +115,13 @@ func (b *arrivalBody) ArrivalTime() time.Time {
 }
 
 // countFrames counts the server-sent events that end in p (a blank line;
-// LF or CRLF): the frames a read carried.
+// LF or CRLF): the frames a read carried, less the end marker ([DONE])
+// and the usage chunk ("choices":[]), which follow the last chunk at once
+// by design, not because the client fell behind.
 func countFrames(p []byte) int {
-	return bytes.Count(p, []byte("\n\n")) + bytes.Count(p, []byte("\n\r\n"))
+	n := bytes.Count(p, []byte("\n\n")) + bytes.Count(p, []byte("\n\r\n"))
+	n -= bytes.Count(p, []byte("data: [DONE]")) + bytes.Count(p, []byte(`"choices":[]`))
+	return max(n, 0)
 }
 
 // dialer is http.DefaultTransport's: 30 s to connect, TCP keep-alive.

@@ -111,8 +111,9 @@ func TestCountFrames(t *testing.T) {
 		{"", 0},
 		{"data: {}\n\n", 1},
 		{"data: {}\n\ndata: {}\n\n", 2},
-		{"data: {}\r\n\r\ndata: [DONE]\r\n\r\n", 2},
+		{"data: {}\r\n\r\ndata: {}\r\n\r\n", 2},
 		{"data: {", 0},
+		{"data: {\"choices\":[{}]}\n\ndata: {\"choices\":[],\"usage\":{}}\n\ndata: [DONE]\n\n", 1},
 	} {
 		assert.Equal(t, tc.want, countFrames([]byte(tc.in)), "%q", tc.in)
 	}
