@@ -14,9 +14,6 @@ import (
 	"time"
 )
 
-// kernelStamps: this system gives sockets receive timestamps.
-const kernelStamps = true
-
 // dialStamped dials a TCP connection with SO_TIMESTAMPNS set, whose reads
 // (recvmsg) keep the kernel's receive time of their bytes.
 // With LLMMETRICS_TIMING=user in the environment it dials a plain

@@ -7,10 +7,8 @@ import (
 	"net"
 )
 
-// kernelStamps: only Linux gives sockets receive timestamps here; chunks
-// are timed when read (client_timing method "user").
-const kernelStamps = false
-
+// dialStamped dials a plain connection: receive timestamps are read on
+// Linux only, so chunks are timed when read (client_timing method "user").
 func dialStamped(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
 	return d.DialContext(ctx, network, addr)
 }
