@@ -29,6 +29,7 @@ stress() {
   trap 'kill "$load" 2>/dev/null || true' EXIT
   go test -race -count=10 -timeout 60m "$@"
   kill "$load" 2>/dev/null || true
+  wait "$load" 2>/dev/null || true
   trap - EXIT
   echo "passed 10 runs under load"
 }
