@@ -21,7 +21,7 @@ step() { printf '\n=== %s\n' "$*"; }
 fail() { printf 'check.sh: %s\n' "$*" >&2; exit 1; }
 
 stress() {
-  [ $# -gt 0 ] || fail "--stress needs the packages to run, e.g. --stress ./ ./llmmetricstest"
+  [ $# -gt 0 ] || fail "--stress needs the packages to run, e.g. --stress . ./llmmetricstest"
   command -v stress-ng >/dev/null || fail "--stress needs stress-ng (Debian: apt-get install stress-ng)"
   step "go test -race -count=10 $* with one core kept busy (stress-ng --cpu 1)"
   stress-ng --cpu 1 --quiet &
