@@ -9,8 +9,8 @@
 # Static checks: gofmt, go vet and staticcheck (pinned) on the three modules;
 # the library's dependency rule (its go.mod requires only OpenTelemetry and
 # testify, and it builds without the workspace); the root package imports the
-# OpenTelemetry API only; the exported-API count test, when it exists; no
-# internal issue numbers in code or docs.
+# OpenTelemetry API only; the exported-API count test, when it exists; every
+# relative Markdown link resolves; no internal issue numbers in code or docs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +67,9 @@ static() {
 
   step "the root package's exported API (the count test, where it exists)"
   go test -count=1 -run '^TestAPI' .
+
+  step "every relative link in the Markdown files resolves"
+  python3 scripts/check_links.py
 
   step "no internal issue numbers in code or docs (say what is true and why; history is in git)"
   local cites
