@@ -621,7 +621,7 @@ func TestNewTransportNilArguments(t *testing.T) {
 
 // A transport error is returned unchanged: the cause of a context ended
 // with context.WithCancelCause (errgroup's) reaches the caller, while the
-// outcome is still Canceled (issue 17 item 7).
+// outcome is still Canceled.
 func TestTransportKeepsTheBaseError(t *testing.T) {
 	cause := errors.New("sibling failed")
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -651,7 +651,7 @@ func TestTransportKeepsTheBaseError(t *testing.T) {
 // TestBothSidesChooseTheSameDecoder: NewHandler and NewTransport measure
 // the same answer alike, whatever Content-Type the handler sets or leaves
 // to net/http (a JSON answer without one reaches the client as
-// text/plain): one rule on both sides (issue 17 item 8).
+// text/plain): one rule on both sides.
 func TestBothSidesChooseTheSameDecoder(t *testing.T) {
 	jsonAnswer := `{"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":11,"completion_tokens":22}}`
 	for _, tc := range []struct {
@@ -703,7 +703,7 @@ func TestBothSidesChooseTheSameDecoder(t *testing.T) {
 // TestTransportRedirectIsOneRequest: a POST answered with a 307 (or 308),
 // which http.Client follows, is one request measured from its first hop:
 // the hop is not recorded, so one perfect call meets its SLO once, not
-// half the time (issue 17 item 11).
+// half the time.
 func TestTransportRedirectIsOneRequest(t *testing.T) {
 	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		t.Run(strconv.Itoa(code), func(t *testing.T) {
