@@ -3,13 +3,14 @@
 //
 //	llmmetrics bench  [flags]          sweep load, find the saturation point and say why
 //	llmmetrics report [flags] FILE...  summarize per-request results of any benchmark tool; a CI gate
+//	llmmetrics compare [flags] BASE NEW did a change make it slower? each metric's change, beyond noise
 //
 // Install it with
 //
 //	go install github.com/llmmetrics/llmmetrics/cmd/llmmetrics@latest
 //
 // Exit status: 0 on success (every objective passed), 1 when an objective
-// or the SLO failed (report), 2 on bad flags or bad input.
+// or the SLO failed (report) or a -fail-on metric regressed (compare), 2 on bad flags or bad input.
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"os/signal"
 
 	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/bench"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/compare"
 	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/report"
 )
 
@@ -33,6 +35,7 @@ func main() {
 const usage = `usage:
   llmmetrics bench  [flags]          sweep load, find the saturation point and say why
   llmmetrics report [flags] FILE...  summarize benchmark results; a CI gate with -slo/-objective
+  llmmetrics compare [flags] BASE NEW compare two runs, each change with a 95% interval; a CI gate with -fail-on
 Run "llmmetrics <command> -h" for a command's flags.
 `
 
@@ -48,6 +51,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return bench.Main(ctx, args[1:], stdout, stderr)
 	case "report":
 		return report.Main(ctx, args[1:], stdin, stdout, stderr)
+	case "compare":
+		return compare.Main(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -149,6 +149,8 @@ type run struct {
 	// take max(End) − min(Start) over the records.
 	duration time.Duration
 	notes    []string // what the formats could not provide, said once each
+	// keep, when set, receives every record as it is added (ReadRecords).
+	keep func(llmmetrics.Record)
 
 	clock       string        // the clock of the files read so far
 	clockFile   string        // the first file, named when another's clock differs

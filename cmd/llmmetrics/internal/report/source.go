@@ -233,6 +233,9 @@ func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmet
 	}
 	fr.run.sum.Add(rec)
 	fr.run.n++
+	if fr.run.keep != nil {
+		fr.run.keep(rec)
+	}
 	return nil
 }
 
