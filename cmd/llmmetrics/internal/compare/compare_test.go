@@ -277,3 +277,21 @@ func TestMinSamples(t *testing.T) {
 	assert.Equal(t, 50, minSamples(90))
 	assert.Equal(t, 10, minSamples(50))
 }
+
+// TestMainHTML: -html writes the page: the gate's verdict, the table with
+// regressions marked, the CDFs and the command line.
+func TestMainHTML(t *testing.T) {
+	dir := t.TempDir()
+	base := writeBench(t, filepath.Join(dir, "base"), "m", map[float64][]llmmetrics.Record{4: records(1, 300, 50*time.Millisecond, 1)}, 1)
+	slow := writeBench(t, filepath.Join(dir, "slow"), "m", map[float64][]llmmetrics.Record{4: records(3, 300, 50*time.Millisecond, 1.15)}, 1)
+	page := filepath.Join(dir, "cmp.html")
+	code, _, _ := runMain("-fail-on", "p50 ttft", "-html", page, base, slow)
+	require.Equal(t, exitFail, code)
+	b, err := os.ReadFile(page)
+	require.NoError(t, err)
+	html := string(b)
+	assert.Contains(t, html, "FAIL: regressed: p50 ttft at concurrency 4")
+	assert.Contains(t, html, `<tr class="regression"><td>p50 ttft</td>`)
+	assert.Contains(t, html, "TTFT: cumulative distribution")
+	assert.Contains(t, html, "llmmetrics compare -resamples 400 -fail-on &#39;p50 ttft&#39; -html "+page)
+}

@@ -51,8 +51,7 @@ func Page(c *Comparison, ins [2]*Input, command string) present.Page {
 				run.LoadUnit = "requests/s"
 			}
 			for _, l := range r.Levels {
-				v, ok := l.Summary.TTFT.Percentile(99)
-				run.Levels = append(run.Levels, present.Level{Load: l.Load, OutputThroughput: l.Summary.OutputThroughput, TTFTP99: v, HasTTFT: ok, Server: l.Server})
+				run.Levels = append(run.Levels, present.Level{Load: l.Load, Summary: l.Summary, Server: l.Server})
 			}
 			run.Workload = workloadRows(r)
 		}
@@ -134,17 +133,5 @@ func verdict(c *Comparison) *present.Verdict {
 
 // writeHTML writes the comparison page to name.
 func writeHTML(name string, c *Comparison, ins [2]*Input, args []string) error {
-	return present.WriteFile(name, Page(c, ins, commandLine("compare", args)))
-}
-
-// commandLine quotes args as a shell would need them.
-func commandLine(sub string, args []string) string {
-	parts := []string{"llmmetrics", sub}
-	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t'\"$\\*?;&|<>()") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		parts = append(parts, a)
-	}
-	return strings.Join(parts, " ")
+	return present.WriteFile(name, Page(c, ins, present.CommandLine(append([]string{"llmmetrics", "compare"}, args...))))
 }

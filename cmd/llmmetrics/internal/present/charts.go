@@ -143,9 +143,9 @@ func loadCharts(runs []Run) []chartSpec {
 		c := runColors[i%len(runColors)]
 		var a, b, k, w, run plotter.XYs
 		for _, l := range r.Levels {
-			a = append(a, plotter.XY{X: l.Load, Y: l.OutputThroughput})
-			if l.HasTTFT {
-				b = append(b, plotter.XY{X: l.Load, Y: float64(l.TTFTP99) / float64(time.Millisecond)})
+			a = append(a, plotter.XY{X: l.Load, Y: l.Summary.OutputThroughput})
+			if v, ok := l.Summary.TTFT.Percentile(99); ok {
+				b = append(b, plotter.XY{X: l.Load, Y: float64(v) / float64(time.Millisecond)})
 			}
 			add := func(xys *plotter.XYs, v *float64, scale float64) {
 				if v != nil {

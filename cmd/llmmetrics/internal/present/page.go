@@ -13,6 +13,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/saturation"
 )
 
@@ -75,11 +76,9 @@ type Run struct {
 // Level is one load level of a bench run.
 type Level struct {
 	Load float64
-	// OutputThroughput is in output tokens per second.
-	OutputThroughput float64
-	// TTFTP99 is the level's p99 TTFT (HasTTFT false: none).
-	TTFTP99 time.Duration
-	HasTTFT bool
+	// Summary is the level's Summary (its TTFT with percentile 99, for the
+	// p99 chart).
+	Summary llmmetrics.Summary
 	// Server is what the model server reported (nil: nothing).
 	Server *saturation.Server
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/saturation"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,7 +29,9 @@ func testPage() Page {
 			r.ITL = append(r.ITL, time.Duration(scale*float64(2000+i%700))*time.Microsecond)
 		}
 		for _, load := range []float64{1, 2, 4, 8} {
-			r.Levels = append(r.Levels, Level{Load: load, OutputThroughput: 100 * load / scale, TTFTP99: time.Duration(scale*10*load) * time.Millisecond, HasTTFT: true,
+			sum := llmmetrics.Summary{OutputThroughput: 100 * load / scale}
+			sum.TTFT = llmmetrics.Distribution{Count: 10, Percentiles: []llmmetrics.PercentileValue{{P: 99, Value: time.Duration(scale*10*load) * time.Millisecond}}}
+			r.Levels = append(r.Levels, Level{Load: load, Summary: sum,
 				Server: &saturation.Server{KVCacheUsage: ptr(0.1 * load), RequestsWaiting: ptr(load / 2), RequestsRunning: ptr(load)}})
 		}
 		return r

@@ -37,6 +37,7 @@ type options struct {
 	objectives []llmmetrics.Objective
 	attainment float64
 	json       bool
+	html       string // -html FILE
 }
 
 // Main runs "llmmetrics report" with args (the flags and files after the
@@ -62,6 +63,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return nil
 	})
 	fs.BoolVar(&o.json, "json", false, "print the Summary as JSON (gate lines then go to stderr)")
+	fs.StringVar(&o.html, "html", "", "also write the run as a self-contained HTML page (table, CDFs of TTFT and ITL) to this file")
 	// Flags may come after the files too ("report out.json -slo …"): parse,
 	// take the next file, parse the rest. "--" ends the flags.
 	var files []string
@@ -96,10 +98,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return exitBad
 	}
 
+	var pg pageSamples
 	run, err := readFiles(ctx, files, o.format, stdin, llmmetrics.SummaryOptions{
 		Percentiles: percentiles(o.objectives),
 		SLO:         o.slo,
-	})
+	}, pg.keep(o.html != ""))
 	if err != nil {
 		fmt.Fprintf(stderr, "llmmetrics report: %v\n", err)
 		return exitBad
@@ -119,6 +122,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	} else {
 		writeSummary(stdout, run, sum)
 		writeChecks(stdout, checks)
+	}
+	if o.html != "" {
+		if err := pg.write(o.html, args, run, sum); err != nil {
+			fmt.Fprintf(stderr, "llmmetrics report: %v\n", err)
+			return exitBad
+		}
 	}
 	for _, c := range checks {
 		if !c.pass {
@@ -175,12 +184,12 @@ type fileInfo struct {
 
 // readFiles decodes every file, in order, into one run summarized with
 // opts (its Duration is set here).
-func readFiles(ctx context.Context, names []string, formatName string, stdin io.Reader, opts llmmetrics.SummaryOptions) (*run, error) {
+func readFiles(ctx context.Context, names []string, formatName string, stdin io.Reader, opts llmmetrics.SummaryOptions, keep func(llmmetrics.Record)) (*run, error) {
 	sum, err := llmmetrics.NewSummarizer(opts)
 	if err != nil {
 		return nil, err
 	}
-	r := &run{sum: sum}
+	r := &run{sum: sum, keep: keep}
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err
