@@ -65,6 +65,9 @@ func main() {
 
 // Dashboard returns the dashboard JSON.
 func Dashboard() ([]byte, error) {
+	// The classic (v1) dashboard model, which every Grafana imports; the
+	// SDK prefers dashboardv2, which needs Grafana 12's v2 API.
+	//lint:ignore SA1019 the v1 model is the one Grafana 9–12 import from a JSON file
 	d := dashboard.NewDashboardBuilder("llmmetrics").
 		Uid("llmmetrics").
 		Description("LLM serving metrics of the llmmetrics library (TTFT, TTFO, TPOT, ITL, E2EL, tokens, goodput), per model and role.").
