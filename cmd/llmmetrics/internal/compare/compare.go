@@ -90,7 +90,7 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 		if b.Label() != n.Label() {
 			t.Level = b.Label() + " vs " + n.Label()
 		}
-		t.Results = append(compareLatencies(b.recs, n.recs, s), compareRates(b.sample, n.sample, s)...)
+		t.Results = append(compareLatencies(b.sample, n.sample, s), compareRates(b.sample, n.sample, s)...)
 		c.Levels = append(c.Levels, t)
 	}
 	return c, nil

@@ -197,6 +197,8 @@ func TestLevels(t *testing.T) {
 	assert.Equal(t, "concurrency 4", c.Levels[0].Level)
 	assert.Equal(t, []string{"concurrency 1: only in BASE", "concurrency 8: only in NEW"}, c.Notes)
 	assert.Contains(t, verdictOf(t, c, "output_throughput").Method, "over the repeats (3)")
+	assert.Contains(t, verdictOf(t, c, "p50 ttft").Method, "two-stage bootstrap: the repeats (3 and 3)")
+	assert.Contains(t, verdictOf(t, c, "p99 itl").Method, "with all their gaps")
 
 	eight := 8.0
 	_, err = Compare(ia, ib, Options{MinChange: 0.05, Resamples: 200, Seed: 1, Load: &eight})

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -106,23 +107,55 @@ type settings struct {
 	seed      uint64
 }
 
-// compareLatencies returns the results of every latency metric.
-func compareLatencies(base, nw []llmmetrics.Record, s settings) []Result {
+// compareLatencies returns the results of every latency metric: by a
+// bootstrap over requests, or over repeats and then requests when both
+// runs were repeated.
+func compareLatencies(b, n sample, s settings) []Result {
 	var out []Result
+	repeated := len(b.repeats) >= 2 && len(n.repeats) >= 2
 	for i, l := range latencies {
 		rng := rand.New(rand.NewPCG(s.seed, uint64(i)))
-		if l.get == nil {
+		vals := func(r llmmetrics.Record) []float64 {
+			if r.Outcome != llmmetrics.OutcomeOK {
+				return nil
+			}
+			if l.get == nil {
+				xs := make([]float64, len(r.ITL))
+				for k, d := range r.ITL {
+					xs[k] = ms(d)
+				}
+				return xs
+			}
+			if d, ok := l.get(r); ok {
+				return []float64{ms(d)}
+			}
+			return nil
+		}
+		switch {
+		case repeated:
+			cb, gb := clusteredOf(b.repeats, vals)
+			cn, gn := clusteredOf(n.repeats, vals)
 			var rb, rn [][]float64
-			cb, cn := gaps(base), gaps(nw)
+			if len(gb) > 0 && len(gn) > 0 {
+				rb = bootRepeats(cb, gb, latencyStats, s.resamples, rng)
+				rn = bootRepeats(cn, gn, latencyStats, s.resamples, rng)
+			}
+			method := fmt.Sprintf("two-stage bootstrap: the repeats (%d and %d), then the requests within each%s; %d resamples, percentile interval",
+				len(gb), len(gn), map[bool]string{true: " with all their gaps", false: ""}[l.get == nil], s.resamples)
+			out = append(out, latencyResults(l.name, cb.xs, cn.xs, latencyStats, rb, rn, method, s)...)
+		case l.get == nil:
+			var rb, rn [][]float64
+			cb, _ := clusteredOf([][]llmmetrics.Record{b.recs}, vals)
+			cn, _ := clusteredOf([][]llmmetrics.Record{n.recs}, vals)
 			if cb.units > 0 && cn.units > 0 {
 				rb = bootClustered(cb, latencyStats, s.resamples, rng)
 				rn = bootClustered(cn, latencyStats, s.resamples, rng)
 			}
 			method := fmt.Sprintf("bootstrap over requests with all their gaps, %d resamples, percentile interval", s.resamples)
 			out = append(out, latencyResults(l.name, cb.xs, cn.xs, latencyStats, rb, rn, method, s)...)
-			continue
+		default:
+			out = append(out, compareIID(l.name, values(b.recs, l.get), values(n.recs, l.get), latencyStats, s, rng)...)
 		}
-		out = append(out, compareIID(l.name, values(base, l.get), values(nw, l.get), latencyStats, s, rng)...)
 	}
 	return out
 }
@@ -221,38 +254,40 @@ func values(recs []llmmetrics.Record, get func(llmmetrics.Record) (time.Duration
 	return xs
 }
 
-// gaps returns every ITL gap of every completed record, in ms, sorted,
-// each with its record as unit.
-func gaps(recs []llmmetrics.Record) clustered {
-	type gap struct {
+// clusteredOf returns the values vals gives of every record of the
+// repeats, in ms, sorted, each record with values a unit, and the units of
+// each repeat (repeats without any left out).
+func clusteredOf(repeats [][]llmmetrics.Record, vals func(llmmetrics.Record) []float64) (clustered, [][]int32) {
+	type value struct {
 		x    float64
 		unit int32
 	}
-	var gs []gap
+	var vs []value
+	var groups [][]int32
 	var units int32
-	for _, r := range recs {
-		if r.Outcome != llmmetrics.OutcomeOK || len(r.ITL) == 0 {
-			continue
+	for _, rep := range repeats {
+		var g []int32
+		for _, r := range rep {
+			xs := vals(r)
+			if len(xs) == 0 {
+				continue
+			}
+			for _, x := range xs {
+				vs = append(vs, value{x, units})
+			}
+			g = append(g, units)
+			units++
 		}
-		for _, d := range r.ITL {
-			gs = append(gs, gap{ms(d), units})
+		if len(g) > 0 {
+			groups = append(groups, g)
 		}
-		units++
 	}
-	slices.SortFunc(gs, func(a, b gap) int {
-		if a.x < b.x {
-			return -1
-		}
-		if a.x > b.x {
-			return 1
-		}
-		return 0
-	})
-	c := clustered{xs: make([]float64, len(gs)), unit: make([]int32, len(gs)), units: int(units)}
-	for i, g := range gs {
-		c.xs[i], c.unit[i] = g.x, g.unit
+	slices.SortFunc(vs, func(a, b value) int { return cmp.Compare(a.x, b.x) })
+	c := clustered{xs: make([]float64, len(vs)), unit: make([]int32, len(vs)), units: int(units)}
+	for i, v := range vs {
+		c.xs[i], c.unit[i] = v.x, v.unit
 	}
-	return c
+	return c, groups
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

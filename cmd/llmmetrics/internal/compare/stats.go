@@ -139,27 +139,55 @@ func bootClustered(c clustered, stats []stat, b int, rng *rand.Rand) [][]float64
 	reps := make([][]float64, b)
 	count := make([]int32, c.units)
 	for i := range reps {
-		reps[i] = make([]float64, len(stats))
 		clear(count)
 		for range c.units {
 			count[rng.IntN(c.units)]++
 		}
-		var total int64
-		sum := 0.0
-		for k, x := range c.xs {
-			w := count[c.unit[k]]
-			total += int64(w)
-			sum += float64(w) * x
-		}
-		for j, s := range stats {
-			if s.mean {
-				reps[i][j] = sum / float64(total)
-				continue
-			}
-			reps[i][j] = weightedPercentile(c, count, total, s.p)
-		}
+		reps[i] = weightedStats(c, count, stats)
 	}
 	return reps
+}
+
+// bootRepeats returns b replicates of each statistic of c by a two-stage
+// bootstrap: the repeats (groups of units, each run of a level) are
+// resampled with replacement, then the units within each repeat drawn, so
+// that the spread between runs enters the interval beside the spread
+// between requests.
+func bootRepeats(c clustered, groups [][]int32, stats []stat, b int, rng *rand.Rand) [][]float64 {
+	reps := make([][]float64, b)
+	count := make([]int32, c.units)
+	for i := range reps {
+		clear(count)
+		for range groups {
+			g := groups[rng.IntN(len(groups))]
+			for range g {
+				count[g[rng.IntN(len(g))]]++
+			}
+		}
+		reps[i] = weightedStats(c, count, stats)
+	}
+	return reps
+}
+
+// weightedStats returns each statistic of the sequence in which c.xs[k]
+// appears count[c.unit[k]] times.
+func weightedStats(c clustered, count []int32, stats []stat) []float64 {
+	var total int64
+	sum := 0.0
+	for k, x := range c.xs {
+		w := count[c.unit[k]]
+		total += int64(w)
+		sum += float64(w) * x
+	}
+	rep := make([]float64, len(stats))
+	for j, s := range stats {
+		if s.mean {
+			rep[j] = sum / float64(total)
+			continue
+		}
+		rep[j] = weightedPercentile(c, count, total, s.p)
+	}
+	return rep
 }
 
 // weightedPercentile is numpy's linear percentile p of the sequence in

@@ -116,3 +116,22 @@ func TestMeanSE(t *testing.T) {
 	assert.InDelta(t, 3, m, 1e-12)
 	assert.InDelta(t, math.Sqrt(0.5), se, 1e-12)
 }
+
+// TestBootRepeats: with two repeats of two requests each, {1, 1} and
+// {3, 3}, a resample draws two repeats with replacement and then two
+// requests within each, so its mean is 1, 2 or 3 with probability 1/4,
+// 1/2, 1/4: the spread between the runs enters the interval.
+func TestBootRepeats(t *testing.T) {
+	c := clustered{xs: []float64{1, 1, 3, 3}, unit: []int32{0, 1, 2, 3}, units: 4}
+	groups := [][]int32{{0, 1}, {2, 3}}
+	const b = 20000
+	reps := bootRepeats(c, groups, []stat{{mean: true}}, b, rand.New(rand.NewPCG(5, 6)))
+	seen := map[float64]int{}
+	for _, r := range reps {
+		seen[r[0]]++
+	}
+	require.Len(t, seen, 3)
+	assert.InDelta(t, 0.25, float64(seen[1])/b, 0.015)
+	assert.InDelta(t, 0.5, float64(seen[2])/b, 0.015)
+	assert.InDelta(t, 0.25, float64(seen[3])/b, 0.015)
+}
