@@ -88,7 +88,7 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 		b.slo, n.slo = sloOf(base, o.SLO), sloOf(nw, o.SLO)
 		t := LevelTable{Level: b.Label(), base: b, new: n}
 		if b.Label() != n.Label() {
-			t.Level = b.Label() + " vs " + n.Label()
+			t.Level = "BASE " + runLabel(b) + " vs NEW " + runLabel(n)
 		}
 		t.Results = append(compareLatencies(b.sample, n.sample, s), compareRates(b.sample, n.sample, s)...)
 		c.Levels = append(c.Levels, t)
@@ -142,6 +142,14 @@ func pairLevels(b, n *Input, load *float64) ([][2]Level, []string, error) {
 	return pairs, notes, nil
 }
 
+// runLabel names a level, or "one run" for a file.
+func runLabel(l Level) string {
+	if l.Mode == "" {
+		return "one run"
+	}
+	return l.Label()
+}
+
 func levelAt(in *Input, load float64) (Level, error) {
 	for _, l := range in.Levels {
 		if l.Mode != "" && l.Load == load {
@@ -154,11 +162,7 @@ func levelAt(in *Input, load float64) (Level, error) {
 func levelList(in *Input) string {
 	var ls []string
 	for _, l := range in.Levels {
-		if l.Mode == "" {
-			ls = append(ls, "one run")
-		} else {
-			ls = append(ls, l.Label())
-		}
+		ls = append(ls, runLabel(l))
 	}
 	return strings.Join(ls, ", ")
 }

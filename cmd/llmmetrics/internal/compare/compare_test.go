@@ -297,3 +297,20 @@ func TestMainHTML(t *testing.T) {
 	assert.Contains(t, html, "TTFT: cumulative distribution")
 	assert.Contains(t, html, "llmmetrics compare -resamples 400 -fail-on &#39;p50 ttft&#39; -html "+page)
 }
+
+// TestFileAgainstLevel: a file (one run) against a bench directory of one
+// level is compared, the table named by both.
+func TestFileAgainstLevel(t *testing.T) {
+	dir := t.TempDir()
+	recs := records(1, 40, 50*time.Millisecond, 1)
+	b := writeBench(t, filepath.Join(dir, "b"), "m", map[float64][]llmmetrics.Record{4: recs}, 1)
+	ia, err := ReadInput(context.Background(), filepath.Join(b, "records.jsonl"), nil)
+	require.NoError(t, err)
+	ib, err := ReadInput(context.Background(), b, nil)
+	require.NoError(t, err)
+	ia.Levels[0].Mode = "" // as a file of another format reads
+	c, err := Compare(ia, ib, Options{MinChange: 0.05, Resamples: 200, Seed: 1})
+	require.NoError(t, err)
+	assert.Equal(t, "BASE one run vs NEW concurrency 4", c.Levels[0].Level)
+	assert.Equal(t, NoChange, verdictOf(t, c, "mean ttft").Verdict, "the same requests")
+}
