@@ -191,7 +191,7 @@ func TestLevels(t *testing.T) {
 	require.Len(t, ia.Levels, 2)
 	assert.Len(t, ia.Levels[1].repeats, 3, "repeats kept apart")
 
-	c, err := Compare(ia, ib, Options{MinChange: 0.05, Resamples: 200, Seed: 1})
+	c, err := Compare(ia, ib, Options{MinChange: 0.05, Resamples: 200, Seed: 1, SLO: llmmetrics.SLO{TTFT: 60 * time.Millisecond}})
 	require.NoError(t, err)
 	require.Len(t, c.Levels, 1, "the one level both have")
 	assert.Equal(t, "concurrency 4", c.Levels[0].Level)
@@ -199,6 +199,7 @@ func TestLevels(t *testing.T) {
 	assert.Contains(t, verdictOf(t, c, "output_throughput").Method, "over the repeats (3)")
 	assert.Contains(t, verdictOf(t, c, "p50 ttft").Method, "two-stage bootstrap: the repeats (3 and 3)")
 	assert.Contains(t, verdictOf(t, c, "p99 itl").Method, "with all their gaps")
+	assert.Contains(t, verdictOf(t, c, "slo_attainment").Method, "two-stage bootstrap")
 
 	eight := 8.0
 	_, err = Compare(ia, ib, Options{MinChange: 0.05, Resamples: 200, Seed: 1, Load: &eight})

@@ -180,6 +180,27 @@ func compareAttainment(b, n sample, s settings) Result {
 	pb, pn := float64(gb)/float64(nb), float64(gn)/float64(nn)
 	res.Base, res.New = 100*pb, 100*pn
 	rng := rand.New(rand.NewPCG(s.seed, 100))
+	if len(b.repeats) >= 2 && len(n.repeats) >= 2 {
+		// Repeated runs: the two-stage bootstrap of the latencies, on each
+		// request's 1 (met the SLO) or 0.
+		met := func(slo llmmetrics.SLO) func(llmmetrics.Record) []float64 {
+			return func(r llmmetrics.Record) []float64 { return []float64{b2f(slo.Check(r).Met())} }
+		}
+		cb, grb := clusteredOf(b.repeats, met(b.slo))
+		cn, grn := clusteredOf(n.repeats, met(n.slo))
+		mean := []stat{{mean: true}}
+		rb := bootRepeats(cb, grb, mean, s.resamples, rng)
+		rn := bootRepeats(cn, grn, mean, s.resamples, rng)
+		diffs := make([]float64, s.resamples)
+		for i := range diffs {
+			diffs[i] = 100 * (rn[i][0] - rb[i][0])
+		}
+		res.CILow, res.CIHigh = percentileOf(diffs, tailLo), percentileOf(diffs, tailHi)
+		res.Method = fmt.Sprintf("two-stage bootstrap: the repeats (%d and %d), then the requests within each; %d resamples, percentile interval; change in percentage points",
+			len(grb), len(grn), s.resamples)
+		res.judge(s.minChange)
+		return res
+	}
 	db := distuv.Binomial{N: float64(nb), P: pb, Src: rng}
 	dn := distuv.Binomial{N: float64(nn), P: pn, Src: rng}
 	diffs := make([]float64, s.resamples)
