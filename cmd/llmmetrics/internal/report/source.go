@@ -226,6 +226,9 @@ func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmet
 	if rec.Outcome != llmmetrics.OutcomeOK {
 		fr.run.countErrorType(rec.ErrorType)
 	}
+	if fr.run.keep != nil {
+		fr.run.keep(rec)
+	}
 	return nil
 }
 
