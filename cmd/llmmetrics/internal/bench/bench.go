@@ -98,8 +98,7 @@ type options struct {
 	warmup             int // -1: one wave (the concurrency, or one second of arrivals)
 	repeats            int // 0: until confident
 	burstiness         float64
-	promptWords        int
-	maxTokens          int
+	wl                 workloadFlags
 	slo                llmmetrics.SLO
 	objectives         []llmmetrics.Objective
 	serverMetrics      []string
@@ -126,8 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.requests, "requests", 0, "measured requests per level and repeat (default: max(16, 3×concurrency), or max(16, 10×rate))")
 	fs.IntVar(&o.warmup, "warmup", -1, "warm-up requests per level and repeat, run but not counted (default: one per concurrent client, or one second of arrivals)")
 	fs.IntVar(&o.repeats, "repeats", 0, fmt.Sprintf("runs per level (default: %d to %d, until output throughput is known to ±%g%% at %g%% confidence)", minRepeats, maxRepeats, 100*relPrecision, 100*confidence))
-	fs.IntVar(&o.promptWords, "prompt-words", 100, "words per prompt")
-	fs.IntVar(&o.maxTokens, "max-tokens", 128, "max_tokens of each request")
+	o.wl.register(fs)
 	fs.StringVar(&serverMetrics, "server-metrics", "", "comma-separated Prometheus /metrics URLs of the model server (default with the fake server: its own)")
 	fs.Float64Var(&o.hourlyCost, "hourly-cost", 0, "hourly cost of the deployment in dollars, for the cost per million tokens")
 	fs.StringVar(&o.out, "out", "out", "directory for results.json, records.jsonl and the charts")
@@ -163,12 +161,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, usagef("-repeats must be ≥ 0")
 	case o.searchPrecision <= 0 || o.searchPrecision >= 1:
 		return o, usagef("-search-precision must be in (0, 1)")
-	case o.promptWords < 1 || o.maxTokens < 1:
-		return o, usagef("-prompt-words and -max-tokens must be ≥ 1")
 	case o.hourlyCost < 0:
 		return o, usagef("-hourly-cost must be ≥ 0")
 	case o.url != "" && o.model == "":
 		return o, usagef("-url needs -model")
+	}
+	if err := o.wl.validate(fs, &o); err != nil {
+		return o, err
 	}
 	if err := o.slo.Validate(); err != nil {
 		return o, usageError{err.Error()}
@@ -176,6 +175,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var err error
 	o.mode = ModeConcurrency
 	switch {
+	case o.wl.trace != "":
+		o.mode, o.loads, o.repeats = ModeReplay, []float64{1 / o.wl.timeScale}, 1
 	case rates != "":
 		o.mode = ModeRate
 		o.loads, err = parseLoads(rates, false)
@@ -240,12 +241,20 @@ func run(ctx context.Context, args []string, e env) int {
 		return exitFailed
 	}
 	defer b.close()
+	if err := b.openWorkload(ctx); err != nil {
+		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
+		if isBadInput(err) {
+			return exitUsage
+		}
+		return exitFailed
+	}
 	res, runErr := b.run(ctx)
 	interrupted := ctx.Err() != nil
 	res.Interrupted = interrupted
 	if len(res.Levels) > 0 || runErr == nil {
 		fmt.Fprintln(e.stdout)
 		writeTable(e.stdout, res)
+		writeWorkload(e.stdout, res)
 	}
 	if err := b.writeFiles(res); err != nil {
 		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)

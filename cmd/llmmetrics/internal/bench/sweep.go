@@ -5,22 +5,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/servermetrics"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/workload"
 	"github.com/llmmetrics/llmmetrics/llmmetricstest"
 	"github.com/llmmetrics/llmmetrics/saturation"
 	"go.opentelemetry.io/otel/sdk/metric"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Mode says what a level's load is.
@@ -51,6 +48,12 @@ type bench struct {
 
 	levels []*Level // measured levels, in the order they ran
 
+	wl         *workload.Workload // what each request is
+	counting   string             // how prompts are sized (calibration.how)
+	warnedIn   bool               // the input-length warning was given
+	warnedOut  bool               // the short-output warning was given
+	warnedLong bool               // the long-output warning was given
+
 	watcher  *servermetrics.Watcher // nil: no -server-metrics and no fake server
 	warnMu   sync.Mutex             // guards warnings (the watcher's goroutine adds)
 	warnings []string
@@ -74,7 +77,7 @@ func newBench(o options, e env) (*bench, error) {
 	}
 	var base http.RoundTripper = newHTTPTransport()
 	b.target = o.url
-	b.url = strings.TrimSuffix(o.url, "/") + "/chat/completions"
+	b.url = apiURL(o.url, o.wl.api, o.model, false)
 	if o.url == "" {
 		// The fake server's default KV budget (4,096 tokens) starts
 		// preempting right at 16 requests of this size (~300 tokens each),
@@ -84,14 +87,20 @@ func newBench(o options, e env) (*bench, error) {
 		// the steps below it well above the knee threshold (8 → 16 gains
 		// ~75 % of linear scaling, not ~52 %), so CPU contention on the
 		// client cannot move the verdict to 16.
-		b.fake = e.newFake(llmmetricstest.ServerConfig{Speedup: o.speedup, Seed: o.seed, KVBudget: 6144, BatchSlowdown: 0.02})
-		b.url, b.target = b.fake.URL+"/v1/chat/completions", "llmmetricstest fake server"
+		cfg := llmmetricstest.ServerConfig{Speedup: o.speedup, Seed: o.seed, KVBudget: 6144, BatchSlowdown: 0.02}
+		if o.wl.sharesPrefixes() {
+			// Its prefix cache follows the prompts' content, as vLLM's.
+			cfg.PrefixCacheBlocks = fakePrefixCacheBlocks
+		}
+		b.fake = e.newFake(cfg)
+		b.target = "llmmetricstest fake server"
 		if e.inMemory {
 			base = b.fake.Client().Transport // only its own transport reaches it
 		}
 		if b.model == "" {
 			b.model = b.fake.Config().Model
 		}
+		b.url = apiURL(b.fake.URL, o.wl.api, b.model, true)
 	}
 	b.hc = &http.Client{Transport: llmmetrics.NewTransport(tracker, base)}
 	b.newWatcher()
@@ -209,14 +218,17 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 	var all []llmmetrics.Record
 	var total time.Duration
 	for r := 0; ; r++ {
-		recs, err := b.runRepeat(ctx, load, r)
+		recs, metas, err := b.runRepeat(ctx, load, r)
 		if err != nil {
 			if len(l.RepeatThroughput) > 0 { // keep the finished repeats
 				b.finishLevel(l, all, total)
 			}
 			return l, err
 		}
-		if err := b.writeRecords(load, r, recs); err != nil {
+		if err := b.writeRecords(load, r, recs, metas); err != nil {
+			return l, err
+		}
+		if err := b.noteLengths(l, recs, metas); err != nil {
 			return l, err
 		}
 		s := llmmetrics.Summarize(recs, llmmetrics.SummaryOptions{SLO: b.o.slo})
@@ -267,6 +279,13 @@ func meetsSLO(s llmmetrics.Summary, slo llmmetrics.SLO, objectives []llmmetrics.
 
 // requests returns how many requests a repeat of load measures.
 func (b *bench) requests(load float64) int {
+	if b.o.mode == ModeReplay {
+		n := b.wl.Info().Entries
+		if b.o.requests > 0 {
+			n = min(n, b.o.requests)
+		}
+		return n
+	}
 	if b.o.requests > 0 {
 		return b.o.requests
 	}
@@ -279,6 +298,8 @@ func (b *bench) requests(load float64) int {
 // warmups returns how many warm-up requests a repeat of load runs first.
 func (b *bench) warmups(load float64) int {
 	switch {
+	case b.o.mode == ModeReplay:
+		return 0 // the trace is replayed once, from its start
 	case b.o.warmup >= 0:
 		return b.o.warmup
 	case b.o.mode == ModeRate:
@@ -287,140 +308,32 @@ func (b *bench) warmups(load float64) int {
 	return int(load) // one per client: the wave that starts together
 }
 
-// runRepeat runs one repeat of a level: the warm-up requests, then the
-// measured ones, and returns the measured Records (warm-up excluded).
-func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) ([]llmmetrics.Record, error) {
-	warm, n := b.warmups(load), b.requests(load)
-	total := warm + n
-	records := make([]llmmetrics.Record, total)
-	rng := rand.New(rand.NewPCG(b.o.seed, uint64(load*1000)<<8|uint64(repeat)))
-	bodies := make([][]byte, total)
-	for i := range bodies {
-		bodies[i] = b.body(prompt(rng, b.o.promptWords))
-	}
-	var done, tokens atomic.Int64
-	send := func(i int) {
-		b.send(ctx, bodies[i], &records[i])
-		if i >= warm {
-			tokens.Add(int64(records[i].OutputTokens))
-			done.Add(1)
-		}
-	}
-	stop := b.prog.live1(b.o.mode, load, repeat, n, &done, &tokens)
-	defer stop()
-	var wg sync.WaitGroup
-	switch b.o.mode {
-	case ModeRate:
-		gaps := distuv.Gamma{Alpha: b.o.burstiness, Beta: b.o.burstiness * load, Src: rng}
-		next := time.Now()
-		for i := range total {
-			if i > 0 {
-				next = next.Add(time.Duration(gaps.Rand() * float64(time.Second)))
-			}
-			t := time.NewTimer(time.Until(next))
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				wg.Wait()
-				return nil, ctx.Err()
-			}
-			wg.Go(func() { send(i) })
-		}
-	default:
-		var next atomic.Int64
-		for range int(load) {
-			wg.Go(func() {
-				for i := int(next.Add(1) - 1); i < total && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-					send(i)
-				}
-			})
-		}
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return records[warm:], nil
-}
-
-// chatRequest is the body of a streaming chat completion.
-type chatRequest struct {
-	Model         string        `json:"model"`
-	Messages      []chatMessage `json:"messages"`
-	Stream        bool          `json:"stream"`
-	StreamOptions struct {
-		IncludeUsage bool `json:"include_usage"`
-	} `json:"stream_options"`
-	MaxTokens int `json:"max_tokens,omitempty"`
-}
-
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-func (b *bench) body(prompt string) []byte {
-	req := chatRequest{Model: b.model, Messages: []chatMessage{{Role: "user", Content: prompt}}, Stream: true, MaxTokens: b.o.maxTokens}
-	req.StreamOptions.IncludeUsage = true
-	out, _ := json.Marshal(req) // plain strings and numbers: cannot fail
-	return out
-}
-
-// send sends one streaming chat completion and reads it to its end; the
-// Tracker's WithOnEnd hook stores its Record in *slot. A request that
-// could not even be built is recorded as an error at once.
-func (b *bench) send(ctx context.Context, body []byte, slot *llmmetrics.Record) {
-	ctx = context.WithValue(ctx, slotKey{}, slot)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url, bytes.NewReader(body))
-	if err != nil {
-		now := time.Now()
-		*slot = llmmetrics.Record{Start: now, End: now, Outcome: llmmetrics.OutcomeError}
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	if b.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+b.apiKey)
-	}
-	resp, err := b.hc.Do(req)
-	if err != nil {
-		return // the transport ended the request with the error
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-}
-
-// words is the vocabulary of generated prompts.
-var words = strings.Fields(`the a service model token latency stream queue batch cache prefill decode
-	user answer request server budget tail median throughput goodput cost saturation`)
-
-// prompt returns n words of filler text.
-func prompt(rng *rand.Rand, n int) string {
-	var b strings.Builder
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(words[rng.IntN(len(words))])
-	}
-	return b.String()
-}
-
 // recordLine is one line of records.jsonl (docs/command.md).
 type recordLine struct {
-	Mode   Mode              `json:"mode"`
-	Load   float64           `json:"load"`
-	Repeat int               `json:"repeat"`
-	Record llmmetrics.Record `json:"record"`
+	Mode   Mode    `json:"mode"`
+	Load   float64 `json:"load"`
+	Repeat int     `json:"repeat"`
+	// What the request asked for (workload.Request).
+	AskedInputTokens  int               `json:"asked_input_tokens"`
+	AskedOutputTokens int               `json:"asked_output_tokens,omitempty"`
+	PrefixGroup       *int              `json:"prefix_group,omitempty"`
+	Session           int               `json:"session"`
+	Turn              int               `json:"turn"`
+	Record            llmmetrics.Record `json:"record"`
 }
 
 // writeRecords appends a repeat's records to records.jsonl.
-func (b *bench) writeRecords(load float64, repeat int, recs []llmmetrics.Record) error {
+func (b *bench) writeRecords(load float64, repeat int, recs []llmmetrics.Record, metas []reqMeta) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	for _, r := range recs {
-		if err := enc.Encode(recordLine{Mode: b.o.mode, Load: load, Repeat: repeat, Record: r}); err != nil {
+	for i, r := range recs {
+		m := metas[i]
+		line := recordLine{Mode: b.o.mode, Load: load, Repeat: repeat, Record: r, AskedInputTokens: m.askedIn,
+			AskedOutputTokens: m.askedOut, Session: m.session, Turn: m.turn}
+		if m.group >= 0 {
+			line.PrefixGroup = &m.group
+		}
+		if err := enc.Encode(line); err != nil {
 			return err
 		}
 	}
@@ -430,6 +343,8 @@ func (b *bench) writeRecords(load float64, repeat int, recs []llmmetrics.Record)
 
 func (b *bench) describeLoads() string {
 	switch {
+	case b.o.mode == ModeReplay:
+		return fmt.Sprintf("at %g× the recorded times", b.o.wl.timeScale)
 	case b.o.search:
 		return fmt.Sprintf("search from %g (doubling, then bisection to %g%%)", b.o.loads[0], 100*b.o.searchPrecision)
 	case b.o.auto:

@@ -1,0 +1,280 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/workload"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// reqMeta is what a request asked for, kept beside its Record in
+// records.jsonl.
+type reqMeta struct {
+	askedIn, askedOut int
+	group             int // −1: none
+	session, turn     int
+}
+
+func metaOf(r workload.Request) reqMeta {
+	return reqMeta{askedIn: r.InputTokens, askedOut: r.OutputTokens, group: r.PrefixGroup, session: r.Session, turn: r.Turn}
+}
+
+// repeatRun is one repeat's shared state: request slots (warm-up first),
+// their Records and what each asked for.
+type repeatRun struct {
+	b       *bench
+	warm    int
+	records []llmmetrics.Record
+	metas   []reqMeta
+	slots   atomic.Int64 // next free slot
+	done    atomic.Int64 // measured requests ended
+	tokens  atomic.Int64 // their output tokens
+	errMu   sync.Mutex
+	err     error // the workload could not give a request
+}
+
+// take returns the next free slot, false when the repeat is full.
+func (r *repeatRun) take() (int, bool) {
+	i := int(r.slots.Add(1) - 1)
+	return i, i < len(r.records)
+}
+
+func (r *repeatRun) fail(err error) {
+	r.errMu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.errMu.Unlock()
+}
+
+// nextSession returns the workload's next session (nil when there is
+// none: the trace ended, or an error was recorded).
+func (r *repeatRun) nextSession() *workload.Session {
+	s, err := r.b.wl.Next()
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			r.fail(err)
+		}
+		return nil
+	}
+	return s
+}
+
+// send sends req in slot i and returns the answer's text when keep.
+func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, keep bool) string {
+	r.metas[i] = metaOf(req)
+	text := r.b.sendRequest(ctx, req, &r.records[i], keep)
+	if i >= r.warm {
+		r.tokens.Add(int64(r.records[i].OutputTokens))
+		r.done.Add(1)
+	}
+	return text
+}
+
+// session sends s's turns, each in a slot of its own (first: a slot
+// already taken for the first turn, or −1), waiting the think time
+// between an answer and the next turn.
+func (r *repeatRun) session(ctx context.Context, s *workload.Session, first int) {
+	multi := s.Len() > 1
+	for turn := 0; ctx.Err() == nil; turn++ {
+		if turn > 0 && !sleep(ctx, s.ThinkTime()) {
+			return
+		}
+		req, ok := s.Next()
+		if !ok {
+			return
+		}
+		i := first
+		if turn > 0 || i < 0 {
+			if i, ok = r.take(); !ok {
+				return
+			}
+		}
+		text := r.send(ctx, i, req, multi)
+		if multi {
+			s.Answer(text)
+		}
+	}
+}
+
+// sleep waits d or until ctx ends; false if ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// runRepeat runs one repeat of a level: the warm-up requests, then the
+// measured ones, and returns the measured Records (warm-up excluded) and
+// what each asked for. Requests are built from the workload as they are
+// sent.
+func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) ([]llmmetrics.Record, []reqMeta, error) {
+	warm, n := b.warmups(load), b.requests(load)
+	r := &repeatRun{b: b, warm: warm, records: make([]llmmetrics.Record, warm+n), metas: make([]reqMeta, warm+n)}
+	stop := b.prog.live1(b.o.mode, load, repeat, n, &r.done, &r.tokens)
+	defer stop()
+	var wg sync.WaitGroup
+	switch b.o.mode {
+	case ModeReplay:
+		b.replay(ctx, r, &wg)
+	case ModeRate:
+		rng := rand.New(rand.NewPCG(b.o.seed, uint64(load*1000)<<8|uint64(repeat)))
+		gaps := distuv.Gamma{Alpha: b.o.burstiness, Beta: b.o.burstiness * load, Src: rng}
+		next := time.Now()
+		for k := 0; ; k++ {
+			if k > 0 {
+				next = next.Add(time.Duration(gaps.Rand() * float64(time.Second)))
+			}
+			if !sleep(ctx, time.Until(next)) {
+				break
+			}
+			i, ok := r.take()
+			if !ok {
+				break
+			}
+			s := r.nextSession()
+			if s == nil {
+				break
+			}
+			wg.Go(func() { r.session(ctx, s, i) })
+		}
+	default:
+		for range int(load) {
+			wg.Go(func() {
+				for ctx.Err() == nil && int(r.slots.Load()) < len(r.records) {
+					s := r.nextSession()
+					if s == nil {
+						return
+					}
+					r.session(ctx, s, -1)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if r.err != nil {
+		return nil, nil, r.err
+	}
+	used := min(int(r.slots.Load()), len(r.records)) // a trace may end first
+	return r.records[warm:used], r.metas[warm:used], nil
+}
+
+// replay sends the trace's requests open-loop: each built, then sent at
+// the run's start plus its arrival time.
+func (b *bench) replay(ctx context.Context, r *repeatRun, wg *sync.WaitGroup) {
+	start := time.Now()
+	for ctx.Err() == nil {
+		i, ok := r.take()
+		if !ok {
+			return
+		}
+		s := r.nextSession()
+		if s == nil {
+			r.slots.Add(-1) // the slot was not used
+			return
+		}
+		req, _ := s.Next()
+		if !sleep(ctx, time.Until(start.Add(req.Arrival))) {
+			return
+		}
+		wg.Go(func() { r.send(ctx, i, req, false) })
+	}
+}
+
+// sendRequest sends req as a streaming request of the -api and reads the
+// answer to its end (returning its text when keep); the Tracker's
+// WithOnEnd hook stores its Record in *slot. A request that could not
+// even be built is recorded as an error at once.
+func (b *bench) sendRequest(ctx context.Context, wr workload.Request, slot *llmmetrics.Record, keep bool) string {
+	body := workload.Body(b.o.wl.api, b.model, wr, b.o.wl.ignoreEOS)
+	ctx = context.WithValue(ctx, slotKey{}, slot)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url, bytes.NewReader(body))
+	if err != nil {
+		now := time.Now()
+		*slot = llmmetrics.Record{Start: now, End: now, Outcome: llmmetrics.OutcomeError}
+		return ""
+	}
+	b.setHeaders(req)
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return "" // the transport ended the request with the error
+	}
+	defer resp.Body.Close()
+	if !keep || resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return ""
+	}
+	text, err := workload.AnswerText(b.o.wl.api, resp.Body)
+	if err != nil {
+		return ""
+	}
+	return text
+}
+
+// setHeaders sets the content type and the API key in the header each API
+// reads it from.
+func (b *bench) setHeaders(req *http.Request) {
+	req.Header.Set("Content-Type", "application/json")
+	if b.o.wl.api == "ollama" {
+		req.Header.Set("Accept", "application/x-ndjson")
+	} else {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if b.o.wl.api == "anthropic" {
+		req.Header.Set("anthropic-version", "2023-06-01")
+	}
+	if b.apiKey == "" {
+		return
+	}
+	switch b.o.wl.api {
+	case "anthropic":
+		req.Header.Set("x-api-key", b.apiKey)
+	case "gemini":
+		req.Header.Set("x-goog-api-key", b.apiKey)
+	default:
+		req.Header.Set("Authorization", "Bearer "+b.apiKey)
+	}
+}
+
+// apiURL returns the endpoint of the -api on the base URL: the fake
+// server's root gets each API's version prefix.
+func apiURL(base, api, model string, fake bool) string {
+	base = trimSlash(base)
+	if fake {
+		switch api {
+		case "gemini":
+			base += "/v1beta"
+		case "ollama":
+		default:
+			base += "/v1"
+		}
+	}
+	return base + workload.Path(api, model)
+}
+
+func trimSlash(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
+}
