@@ -71,6 +71,9 @@ type env struct {
 	live           bool // stderr is a terminal: one progress line rewritten in place
 	newFake        func(llmmetricstest.ServerConfig) *llmmetricstest.Server
 	inMemory       bool // newFake makes in-memory servers: reach them through their own Client
+	// wrap, when set, wraps the measured client's base transport (tests
+	// see there what the server receives).
+	wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // isTerminal reports whether f is a character device (a terminal).

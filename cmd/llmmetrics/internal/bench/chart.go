@@ -137,6 +137,11 @@ func drawChart(path string, c chart, r Results) error {
 		}
 	}
 	p.X.Scale = plot.LogScale{}
+	if p.X.Min == p.X.Max {
+		// One level: gonum would widen the axis by ±1, to 0 at load 1,
+		// which a log scale cannot show.
+		p.X.Min, p.X.Max = p.X.Min/2, p.X.Max*2
+	}
 	ticks := make(plot.ConstantTicks, 0, len(r.Levels))
 	for _, l := range r.Levels {
 		ticks = append(ticks, plot.Tick{Value: l.Load, Label: strconv.FormatFloat(l.Load, 'g', -1, 64)})

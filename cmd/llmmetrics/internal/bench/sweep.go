@@ -102,6 +102,9 @@ func newBench(o options, e env) (*bench, error) {
 		}
 		b.url = apiURL(b.fake.URL, o.wl.api, b.model, true)
 	}
+	if e.wrap != nil {
+		base = e.wrap(base)
+	}
 	b.hc = &http.Client{Transport: llmmetrics.NewTransport(tracker, base)}
 	b.newWatcher()
 	if err := os.MkdirAll(o.out, 0o755); err != nil {

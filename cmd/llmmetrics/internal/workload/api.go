@@ -68,6 +68,8 @@ type roleContent struct {
 	Content string `json:"content"`
 }
 
+var _ = roleContent(Message{}) // the same fields, converted
+
 // Body returns the streaming request body of r in api's format for model,
 // asking for r.OutputTokens (when set) and, with ignoreEOS, for exactly
 // that many (see HasIgnoreEOS).
@@ -79,7 +81,7 @@ func Body(api, model string, r Request, ignoreEOS bool) []byte {
 			m = append(m, roleContent{"system", r.System})
 		}
 		for _, x := range r.Messages {
-			m = append(m, roleContent{x.Role, x.Content})
+			m = append(m, roleContent(x))
 		}
 		return m
 	}

@@ -15,7 +15,6 @@ package workload
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -313,6 +312,3 @@ func drawOutput(c *Config, rng *rand.Rand) int {
 }
 
 func (*synthetic) close() {}
-
-// errEOF is io.EOF, named for the sources.
-var errEOF = io.EOF

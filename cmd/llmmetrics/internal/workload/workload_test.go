@@ -75,7 +75,7 @@ func TestDistDraw(t *testing.T) {
 		{"uniform:10-13", 0, 11.5, 0.05, 10, 13},
 		{"normal:100,10", 0, 100, 0.5, 1, 1 << 30},
 		{"lognormal:100,50", 0, 100, 2, 1, 1 << 30},
-		{"normal:2,10", 0, 0, 0, 1, 1 << 30},  // clamped at 1
+		{"normal:2,10", 0, 0, 0, 1, 1 << 30},     // clamped at 1
 		{"uniform:100-200", 150, 0, 0, 100, 150}, // clamped at the context
 	} {
 		t.Run(tc.spec, func(t *testing.T) {
