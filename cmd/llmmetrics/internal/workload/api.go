@@ -68,7 +68,6 @@ type roleContent struct {
 	Content string `json:"content"`
 }
 
-var _ = roleContent(Message{}) // the same fields, converted
 
 // Body returns the streaming request body of r in api's format for model,
 // asking for r.OutputTokens (when set) and, with ignoreEOS, for exactly
