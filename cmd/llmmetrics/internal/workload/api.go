@@ -36,46 +36,74 @@ func Path(api, model string) string {
 	return "/chat/completions"
 }
 
-// kv keeps a JSON object's keys in the order written.
-type kv struct {
-	k string
-	v any
-}
-type obj []kv
-
-func (o obj) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, f := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, _ := json.Marshal(f.k)
-		v, err := json.Marshal(f.v)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
 type roleContent struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
 }
 
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// openAIBody is a chat or completions request (vLLM's ignore_eos included).
+type openAIBody struct {
+	Model         string        `json:"model"`
+	Messages      []roleContent `json:"messages,omitempty"`
+	Prompt        *string       `json:"prompt,omitempty"`
+	Stream        bool          `json:"stream"`
+	StreamOptions streamOptions `json:"stream_options"`
+	MaxTokens     int           `json:"max_tokens,omitempty"`
+	IgnoreEOS     bool          `json:"ignore_eos,omitempty"`
+}
+
+type responsesBody struct {
+	Model           string        `json:"model"`
+	Instructions    string        `json:"instructions,omitempty"`
+	Input           []roleContent `json:"input"`
+	Stream          bool          `json:"stream"`
+	MaxOutputTokens int           `json:"max_output_tokens,omitempty"`
+}
+
+type anthropicBody struct {
+	Model     string        `json:"model"`
+	System    string        `json:"system,omitempty"`
+	Messages  []roleContent `json:"messages"`
+	MaxTokens int           `json:"max_tokens"`
+	Stream    bool          `json:"stream"`
+}
+
+type geminiPart struct {
+	Text string `json:"text"`
+}
+
+type geminiContent struct {
+	Role  string       `json:"role,omitempty"`
+	Parts []geminiPart `json:"parts"`
+}
+
+type geminiBody struct {
+	Contents          []geminiContent `json:"contents"`
+	SystemInstruction *geminiContent  `json:"systemInstruction,omitempty"`
+	GenerationConfig  *struct {
+		MaxOutputTokens int `json:"maxOutputTokens"`
+	} `json:"generationConfig,omitempty"`
+}
+
+type ollamaBody struct {
+	Model    string        `json:"model"`
+	Messages []roleContent `json:"messages"`
+	Stream   bool          `json:"stream"`
+	Options  *struct {
+		NumPredict int `json:"num_predict"`
+	} `json:"options,omitempty"`
+}
 
 // Body returns the streaming request body of r in api's format for model,
 // asking for r.OutputTokens (when set) and, with ignoreEOS, for exactly
 // that many (see HasIgnoreEOS).
 func Body(api, model string, r Request, ignoreEOS bool) []byte {
-	var o obj
 	msgs := func(system bool) []roleContent {
-		var m []roleContent
+		m := make([]roleContent, 0, len(r.Messages)+1)
 		if system && r.System != "" {
 			m = append(m, roleContent{"system", r.System})
 		}
@@ -84,72 +112,55 @@ func Body(api, model string, r Request, ignoreEOS bool) []byte {
 		}
 		return m
 	}
-	max := r.OutputTokens
+	var v any
 	switch api {
 	case "chat", "completions":
-		o = obj{{"model", model}}
+		o := openAIBody{Model: model, Stream: true, StreamOptions: streamOptions{true}, MaxTokens: r.OutputTokens, IgnoreEOS: ignoreEOS}
 		if api == "chat" {
-			o = append(o, kv{"messages", msgs(true)})
+			o.Messages = msgs(true)
 		} else {
-			o = append(o, kv{"prompt", Flatten(r)})
+			p := Flatten(r)
+			o.Prompt = &p
 		}
-		o = append(o, kv{"stream", true}, kv{"stream_options", obj{{"include_usage", true}}})
-		if max > 0 {
-			o = append(o, kv{"max_tokens", max})
-		}
-		if ignoreEOS {
-			o = append(o, kv{"ignore_eos", true})
-		}
+		v = o
 	case "responses":
-		o = obj{{"model", model}}
-		if r.System != "" {
-			o = append(o, kv{"instructions", r.System})
-		}
-		o = append(o, kv{"input", msgs(false)}, kv{"stream", true})
-		if max > 0 {
-			o = append(o, kv{"max_output_tokens", max})
-		}
+		v = responsesBody{Model: model, Instructions: r.System, Input: msgs(false), Stream: true, MaxOutputTokens: r.OutputTokens}
 	case "anthropic":
-		o = obj{{"model", model}}
-		if r.System != "" {
-			o = append(o, kv{"system", r.System})
-		}
+		max := r.OutputTokens
 		if max == 0 {
 			max = 4096 // Anthropic requires max_tokens
 		}
-		o = append(o, kv{"messages", msgs(false)}, kv{"max_tokens", max}, kv{"stream", true})
+		v = anthropicBody{Model: model, System: r.System, Messages: msgs(false), MaxTokens: max, Stream: true}
 	case "gemini":
-		type part struct {
-			Text string `json:"text"`
-		}
-		type content struct {
-			Role  string `json:"role,omitempty"`
-			Parts []part `json:"parts"`
-		}
-		var cs []content
+		g := geminiBody{Contents: make([]geminiContent, 0, len(r.Messages))}
 		for _, m := range r.Messages {
 			role := "user"
 			if m.Role == "assistant" {
 				role = "model"
 			}
-			cs = append(cs, content{role, []part{{m.Content}}})
+			g.Contents = append(g.Contents, geminiContent{role, []geminiPart{{m.Content}}})
 		}
-		o = obj{{"contents", cs}}
 		if r.System != "" {
-			o = append(o, kv{"systemInstruction", content{Parts: []part{{r.System}}}})
+			g.SystemInstruction = &geminiContent{Parts: []geminiPart{{r.System}}}
 		}
-		if max > 0 {
-			o = append(o, kv{"generationConfig", obj{{"maxOutputTokens", max}}})
+		if r.OutputTokens > 0 {
+			g.GenerationConfig = &struct {
+				MaxOutputTokens int `json:"maxOutputTokens"`
+			}{r.OutputTokens}
 		}
+		v = g
 	case "ollama":
-		o = obj{{"model", model}, {"messages", msgs(true)}, {"stream", true}}
-		if max > 0 {
-			o = append(o, kv{"options", obj{{"num_predict", max}}})
+		o := ollamaBody{Model: model, Messages: msgs(true), Stream: true}
+		if r.OutputTokens > 0 {
+			o.Options = &struct {
+				NumPredict int `json:"num_predict"`
+			}{r.OutputTokens}
 		}
+		v = o
 	default:
 		panic(fmt.Sprintf("workload: unknown API %q", api))
 	}
-	b, _ := json.Marshal(o) // strings and numbers only: cannot fail
+	b, _ := json.Marshal(v) // strings and numbers only: cannot fail
 	return b
 }
 

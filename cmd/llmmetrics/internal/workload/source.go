@@ -258,7 +258,8 @@ func (w *Workload) tracePrompt(t traceLine, line int) string {
 		if b.Len() >= total {
 			break
 		}
-		b.WriteString(tx.Words(seeded(w.cfg.Seed, kindBlock, id), BlockTokens))
+		// The whole block, or the part the prompt keeps: a prefix of it.
+		b.WriteString(wordsChars(seeded(w.cfg.Seed, kindBlock, id), min(block, total-b.Len())))
 	}
 	if b.Len() < total {
 		b.WriteString(tx.Words(seeded(w.cfg.Seed, kindMain, uint64(line)<<1|1), tx.Tokens(total-b.Len())))

@@ -39,7 +39,12 @@ func (t Text) Tokens(n int) int {
 
 // Words returns tokens tokens' worth of words drawn from rng.
 func (t Text) Words(rng *rand.Rand, tokens int) string {
-	n := t.chars(tokens)
+	return wordsChars(rng, t.chars(tokens))
+}
+
+// wordsChars returns n characters of words drawn from rng: a prefix of
+// what any longer n gives from the same rng state.
+func wordsChars(rng *rand.Rand, n int) string {
 	var b strings.Builder
 	b.Grow(n + 16)
 	for b.Len() < n {

@@ -112,7 +112,8 @@ type Workload struct {
 
 	mu       sync.Mutex
 	src      source
-	sessions int // started so far
+	sessions int            // started so far
+	prefixes map[int]string // the shared system prompts made so far, by group
 }
 
 // source yields the turns of the next session; io.EOF at the end of a trace.
@@ -208,9 +209,18 @@ func (w *Workload) Close() {
 	w.src.close()
 }
 
-// prefix returns the shared system prompt of group g.
+// prefix returns the shared system prompt of group g (made once; the
+// caller holds w.mu).
 func (w *Workload) prefix(g int) string {
-	return w.cfg.Text.Words(seeded(w.cfg.Seed, kindPrefix, uint64(g)), w.cfg.PrefixTokens)
+	if p, ok := w.prefixes[g]; ok {
+		return p
+	}
+	if w.prefixes == nil {
+		w.prefixes = map[int]string{}
+	}
+	p := w.cfg.Text.Words(seeded(w.cfg.Seed, kindPrefix, uint64(g)), w.cfg.PrefixTokens)
+	w.prefixes[g] = p
+	return p
 }
 
 // turn is one turn of a session as its source gives it.
