@@ -20,48 +20,6 @@ const (
 	Version = "0.1.0"
 )
 
-// Role says which side of a stream a Tracker measures; it selects the
-// metric names (see the package documentation's metric table).
-type Role uint8
-
-const (
-	// RoleServer measures a model server or a gateway: the gen_ai.server.*
-	// instruments. It is the default.
-	RoleServer Role = iota
-	// RoleClient measures an application that calls a model: the
-	// gen_ai.client.* instruments.
-	RoleClient
-)
-
-var roleNames = [...]string{RoleServer: "server", RoleClient: "client"}
-
-// String returns "server" or "client" (or "Role(N)" for an invalid value).
-func (r Role) String() string {
-	if int(r) < len(roleNames) {
-		return roleNames[r]
-	}
-	return fmt.Sprintf("Role(%d)", uint8(r))
-}
-
-// MarshalText encodes the role as "server" or "client"; an invalid value
-// is an ErrInvalidText error.
-func (r Role) MarshalText() ([]byte, error) {
-	if int(r) >= len(roleNames) {
-		return nil, fmt.Errorf("%w: no name for role %d", ErrInvalidText, uint8(r))
-	}
-	return []byte(roleNames[r]), nil
-}
-
-// UnmarshalText decodes "server" or "client", in any case.
-func (r *Role) UnmarshalText(b []byte) error {
-	i, ok := parseName(b, roleNames[:])
-	if !ok {
-		return fmt.Errorf("%w: unknown role %q (want server or client)", ErrInvalidText, b)
-	}
-	*r = Role(i)
-	return nil
-}
-
 // Defaults of the options.
 const (
 	// DefaultWindowRequests is how many recently ended requests Snapshot

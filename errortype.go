@@ -4,8 +4,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
+	"strconv"
 	"syscall"
 )
 
@@ -51,3 +54,21 @@ func transportErrorType(err error) string {
 	}
 	return ""
 }
+
+// HTTPStatusError is the error a request measured by NewTransport,
+// Middleware or NewHandler ends with when the response's status code is 400
+// or more: the request fails (OutcomeError) with error.type the status code
+// ("429").
+type HTTPStatusError struct {
+	// StatusCode is the response's HTTP status code.
+	StatusCode int
+}
+
+// Error returns "llmmetrics: HTTP status 429 Too Many Requests".
+func (e *HTTPStatusError) Error() string {
+	return fmt.Sprintf("llmmetrics: HTTP status %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+}
+
+// ErrorType returns the status code in decimal, the error.type attribute
+// of the GenAI conventions for an HTTP failure.
+func (e *HTTPStatusError) ErrorType() string { return strconv.Itoa(e.StatusCode) }

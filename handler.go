@@ -17,7 +17,7 @@ import (
 // which measures what an http.Handler answers. Its ResponseWriter wrapper
 // is in handler_writer.go; what it shares with the client side (the
 // options, the request's attributes and model, the choice of a decoder) is
-// in http.go, httpreq.go and transport.go.
+// in httpoptions.go, httpreq.go, protocol.go, endpoint.go and transport.go.
 
 // NewHandler returns an http.Handler that measures with t, in the server
 // role, every LLM answer next serves, for a model server or a gateway:

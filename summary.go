@@ -1,7 +1,6 @@
 package llmmetrics
 
 import (
-	"fmt"
 	"math"
 	"time"
 
@@ -140,59 +139,6 @@ type Summary struct {
 	SLO SLO `json:"slo"`
 	// Goodput says how many requests met the SLO and what that is worth.
 	Goodput Goodput `json:"goodput"`
-}
-
-// Latency names one of the latency distributions of a Summary:
-// Summary.Distribution selects it, an Objective bounds it. Its text form is
-// "ttft", "tpot", "itl", "e2el", "ttfo" or "generation" (read
-// case-insensitively). The zero value is LatencyTTFT.
-type Latency uint8
-
-const (
-	// LatencyTTFT selects Summary.TTFT.
-	LatencyTTFT Latency = iota
-	// LatencyTPOT selects Summary.TPOT.
-	LatencyTPOT
-	// LatencyITL selects Summary.ITL.
-	LatencyITL
-	// LatencyE2EL selects Summary.E2EL.
-	LatencyE2EL
-	// LatencyTTFO selects Summary.TTFO (time to the first answer token).
-	LatencyTTFO
-	// LatencyGeneration selects Summary.GenerationTime (LastToken −
-	// FirstToken).
-	LatencyGeneration
-)
-
-var latencyNames = []string{"ttft", "tpot", "itl", "e2el", "ttfo", "generation"}
-
-func (l Latency) valid() bool { return int(l) < len(latencyNames) }
-
-// String returns the latency's name, e.g. "ttft" (or "Latency(N)").
-func (l Latency) String() string {
-	if l.valid() {
-		return latencyNames[l]
-	}
-	return fmt.Sprintf("Latency(%d)", uint8(l))
-}
-
-// MarshalText encodes the latency as its name.
-func (l Latency) MarshalText() ([]byte, error) {
-	if !l.valid() {
-		return nil, fmt.Errorf("%w: no name for latency %d", ErrInvalidText, uint8(l))
-	}
-	return []byte(latencyNames[l]), nil
-}
-
-// UnmarshalText decodes "ttft", "tpot", "itl", "e2el", "ttfo" or
-// "generation", in any case.
-func (l *Latency) UnmarshalText(b []byte) error {
-	i, ok := parseName(b, latencyNames)
-	if !ok {
-		return fmt.Errorf("%w: unknown latency %q (want ttft, tpot, itl, e2el, ttfo or generation)", ErrInvalidText, b)
-	}
-	*l = Latency(i)
-	return nil
 }
 
 // Distribution returns the distribution of s that l names: like a map

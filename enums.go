@@ -1,0 +1,189 @@
+package llmmetrics
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The text enums of the package: Role, Protocol and Latency (Outcome lives
+// with Record, in record.go). Each encodes as a lower-case name and decodes
+// that name in any case.
+
+// ErrInvalidText is returned (wrapped) by the MarshalText and UnmarshalText
+// methods of the enums (Outcome, Latency, Signal, Role, Protocol) for a value or a name
+// that is not one of theirs.
+var ErrInvalidText = errors.New("llmmetrics: invalid text")
+
+// parseName returns the index of b in names, compared case-insensitively:
+// the one rule for the text form of every enum of this package (Outcome,
+// Latency, Signal, Role, Protocol), which encode in lower case.
+func parseName(b []byte, names []string) (int, bool) {
+	for i, n := range names {
+		if strings.EqualFold(string(b), n) {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// Role says which side of a stream a Tracker measures; it selects the
+// metric names (see the package documentation's metric table).
+type Role uint8
+
+const (
+	// RoleServer measures a model server or a gateway: the gen_ai.server.*
+	// instruments. It is the default.
+	RoleServer Role = iota
+	// RoleClient measures an application that calls a model: the
+	// gen_ai.client.* instruments.
+	RoleClient
+)
+
+var roleNames = [...]string{RoleServer: "server", RoleClient: "client"}
+
+// String returns "server" or "client" (or "Role(N)" for an invalid value).
+func (r Role) String() string {
+	if int(r) < len(roleNames) {
+		return roleNames[r]
+	}
+	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
+// MarshalText encodes the role as "server" or "client"; an invalid value
+// is an ErrInvalidText error.
+func (r Role) MarshalText() ([]byte, error) {
+	if int(r) >= len(roleNames) {
+		return nil, fmt.Errorf("%w: no name for role %d", ErrInvalidText, uint8(r))
+	}
+	return []byte(roleNames[r]), nil
+}
+
+// UnmarshalText decodes "server" or "client", in any case.
+func (r *Role) UnmarshalText(b []byte) error {
+	i, ok := parseName(b, roleNames[:])
+	if !ok {
+		return fmt.Errorf("%w: unknown role %q (want server or client)", ErrInvalidText, b)
+	}
+	*r = Role(i)
+	return nil
+}
+
+// Protocol is the wire format of an LLM answer, which decides the Decoder
+// that measures it. The zero value is ProtocolUnknown.
+type Protocol uint8
+
+const (
+	// ProtocolUnknown: nothing told the format. Its decoder sniffs the
+	// body: a body that starts with '{' or '[' is a JSON answer
+	// (ProtocolJSON); else the first events of a server-sent event stream
+	// are looked at ("choices" or a "response.*" type: OpenAI;
+	// "message_start": Anthropic; "candidates": Gemini). When they tell
+	// nothing, the stream gives no frames: only the outcome and E2EL are
+	// measured.
+	ProtocolUnknown Protocol = iota
+	// ProtocolOpenAI: an OpenAI-compatible SSE stream (chat completions,
+	// completions, the Responses API); NewOpenAIDecoder.
+	ProtocolOpenAI
+	// ProtocolAnthropic: an Anthropic Messages SSE stream; NewAnthropicDecoder.
+	ProtocolAnthropic
+	// ProtocolGemini: a Gemini streamGenerateContent stream, as SSE
+	// (alt=sse) or as a JSON array of responses (without alt=sse).
+	ProtocolGemini
+	// ProtocolOllama: an Ollama NDJSON stream (/api/chat, /api/generate).
+	ProtocolOllama
+	// ProtocolJSON: one non-streaming JSON answer of any provider;
+	// NewUsageDecoder (usage only, no TTFT).
+	ProtocolJSON
+)
+
+var protocolNames = [...]string{
+	ProtocolUnknown:   "unknown",
+	ProtocolOpenAI:    "openai",
+	ProtocolAnthropic: "anthropic",
+	ProtocolGemini:    "gemini",
+	ProtocolOllama:    "ollama",
+	ProtocolJSON:      "json",
+}
+
+// String returns the protocol's lower-case name ("openai", "json", …).
+func (p Protocol) String() string {
+	if int(p) < len(protocolNames) {
+		return protocolNames[p]
+	}
+	return "Protocol(" + strconv.Itoa(int(p)) + ")"
+}
+
+// MarshalText encodes the protocol as its lower-case name, as String does;
+// a value without a name is an ErrInvalidText error.
+func (p Protocol) MarshalText() ([]byte, error) {
+	if int(p) >= len(protocolNames) {
+		return nil, fmt.Errorf("%w: no name for protocol %d", ErrInvalidText, uint8(p))
+	}
+	return []byte(protocolNames[p]), nil
+}
+
+// UnmarshalText decodes a protocol name ("openai", "anthropic", "gemini",
+// "ollama", "json" or "unknown"), in any case.
+func (p *Protocol) UnmarshalText(b []byte) error {
+	i, ok := parseName(b, protocolNames[:])
+	if !ok {
+		return fmt.Errorf("%w: unknown protocol %q (want %s)", ErrInvalidText, b, strings.Join(protocolNames[:], ", "))
+	}
+	*p = Protocol(i)
+	return nil
+}
+
+// Latency names one of the latency distributions of a Summary:
+// Summary.Distribution selects it, an Objective bounds it. Its text form is
+// "ttft", "tpot", "itl", "e2el", "ttfo" or "generation" (read
+// case-insensitively). The zero value is LatencyTTFT.
+type Latency uint8
+
+const (
+	// LatencyTTFT selects Summary.TTFT.
+	LatencyTTFT Latency = iota
+	// LatencyTPOT selects Summary.TPOT.
+	LatencyTPOT
+	// LatencyITL selects Summary.ITL.
+	LatencyITL
+	// LatencyE2EL selects Summary.E2EL.
+	LatencyE2EL
+	// LatencyTTFO selects Summary.TTFO (time to the first answer token).
+	LatencyTTFO
+	// LatencyGeneration selects Summary.GenerationTime (LastToken −
+	// FirstToken).
+	LatencyGeneration
+)
+
+var latencyNames = []string{"ttft", "tpot", "itl", "e2el", "ttfo", "generation"}
+
+func (l Latency) valid() bool { return int(l) < len(latencyNames) }
+
+// String returns the latency's name, e.g. "ttft" (or "Latency(N)").
+func (l Latency) String() string {
+	if l.valid() {
+		return latencyNames[l]
+	}
+	return fmt.Sprintf("Latency(%d)", uint8(l))
+}
+
+// MarshalText encodes the latency as its name.
+func (l Latency) MarshalText() ([]byte, error) {
+	if !l.valid() {
+		return nil, fmt.Errorf("%w: no name for latency %d", ErrInvalidText, uint8(l))
+	}
+	return []byte(latencyNames[l]), nil
+}
+
+// UnmarshalText decodes "ttft", "tpot", "itl", "e2el", "ttfo" or
+// "generation", in any case.
+func (l *Latency) UnmarshalText(b []byte) error {
+	i, ok := parseName(b, latencyNames)
+	if !ok {
+		return fmt.Errorf("%w: unknown latency %q (want ttft, tpot, itl, e2el, ttfo or generation)", ErrInvalidText, b)
+	}
+	*l = Latency(i)
+	return nil
+}

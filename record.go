@@ -1,0 +1,222 @@
+package llmmetrics
+
+import (
+	"fmt"
+	"time"
+)
+
+// Outcome says how a request ended.
+//
+// The zero value is OutcomeOK. Outcomes encode to JSON and text as "ok",
+// "error" and "canceled".
+type Outcome uint8
+
+const (
+	// OutcomeOK: the stream finished normally (EOF, [DONE], End(nil)).
+	OutcomeOK Outcome = iota
+	// OutcomeError: the stream failed (a transport error, an HTTP error, an
+	// error object inside the stream).
+	OutcomeError
+	// OutcomeCanceled: the caller gave up (context.Canceled,
+	// context.DeadlineExceeded, a Close before EOF).
+	OutcomeCanceled
+)
+
+var outcomeNames = [...]string{OutcomeOK: "ok", OutcomeError: "error", OutcomeCanceled: "canceled"}
+
+// String returns "ok", "error" or "canceled" (or "Outcome(N)" for an invalid value).
+func (o Outcome) String() string {
+	if int(o) < len(outcomeNames) {
+		return outcomeNames[o]
+	}
+	return fmt.Sprintf("Outcome(%d)", uint8(o))
+}
+
+// MarshalText encodes the outcome as "ok", "error" or "canceled".
+func (o Outcome) MarshalText() ([]byte, error) {
+	if int(o) >= len(outcomeNames) {
+		return nil, fmt.Errorf("%w: no name for outcome %d", ErrInvalidText, uint8(o))
+	}
+	return []byte(outcomeNames[o]), nil
+}
+
+// UnmarshalText decodes "ok", "error" or "canceled", in any case.
+func (o *Outcome) UnmarshalText(b []byte) error {
+	i, ok := parseName(b, outcomeNames[:])
+	if !ok {
+		return fmt.Errorf("%w: unknown outcome %q (want ok, error or canceled)", ErrInvalidText, b)
+	}
+	*o = Outcome(i)
+	return nil
+}
+
+// Record is the plain-value timeline of one request: what the analysis
+// functions (Summarize, SLO.Check, …) consume and what Request.End returns.
+//
+// A zero FirstToken means "no token arrived"; a LastToken that is zero or
+// before FirstToken is taken as FirstToken (a record with one token may set
+// FirstToken alone). Times should be in order (Start ≤ FirstToken ≤
+// LastToken ≤ End); the methods never report a negative duration: a
+// difference that comes out negative (times out of order) is reported as 0.
+// A Record built by a Tracker is always in order.
+//
+// JSON field names are stable, and new ones are only ever added (times are
+// RFC 3339 with nanoseconds, durations are integer nanoseconds):
+//
+//	{"start": "...", "first_token": "...", "first_output": "...",
+//	 "last_token": "...", "end": "...",
+//	 "input_tokens": 12, "output_tokens": 40, "reasoning_tokens": 24, "chunks": 38,
+//	 "itl_ns": [21000000, ...], "max_itl_ns": 48000000, "outcome": "ok"}
+//
+// first_token, first_output, last_token, reasoning_tokens, itl_ns and
+// max_itl_ns are omitted when empty.
+type Record struct {
+	// Start is when the request was sent (client) or received (server).
+	Start time.Time `json:"start"`
+	// FirstToken is the arrival of the first chunk that carries tokens,
+	// reasoning or answer.
+	FirstToken time.Time `json:"first_token,omitzero"`
+	// FirstOutput is the arrival of the first chunk that carries answer
+	// tokens (content, refusal, tool calls), after any reasoning; zero when
+	// none arrived. Without reasoning it equals FirstToken.
+	FirstOutput time.Time `json:"first_output,omitzero"`
+	// LastToken is the arrival of the last chunk that carries tokens.
+	LastToken time.Time `json:"last_token,omitzero"`
+	// End is when the stream finished (EOF, error or cancel).
+	End time.Time `json:"end"`
+	// InputTokens is the prompt length in tokens (0 when unknown): the whole
+	// prompt, cached and cache-write tokens included.
+	InputTokens int `json:"input_tokens"`
+	// CachedInputTokens is how many of the InputTokens the provider read
+	// from its prompt (prefix) cache: OpenAI's
+	// prompt_tokens_details.cached_tokens, Anthropic's
+	// cache_read_input_tokens, Gemini's cachedContentTokenCount; 0 when the
+	// provider does not say.
+	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
+	// CacheWriteInputTokens is how many of the InputTokens the provider
+	// wrote to its prompt cache (Anthropic's cache_creation_input_tokens,
+	// priced apart); 0 when the provider does not say.
+	CacheWriteInputTokens int `json:"cache_write_input_tokens,omitempty"`
+	// OutputTokens is N, every output token, reasoning included: the
+	// server's exact usage count when known, else the sum of per-chunk token
+	// counts (a lower bound when a chunk's count is estimated as 1); never
+	// below Chunks (each token-carrying chunk holds at least one token).
+	OutputTokens int `json:"output_tokens"`
+	// ReasoningTokens is how many of the OutputTokens the server reports as
+	// reasoning ("thinking") tokens; 0 when it does not say.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
+	// Chunks is the number of token-carrying chunks (0 when unknown).
+	Chunks int `json:"chunks"`
+	// ITL holds the gaps between consecutive token-carrying chunks
+	// (len = Chunks − 1), or nil when the Tracker was told not to keep them.
+	ITL []time.Duration `json:"itl_ns,omitempty"`
+	// MaxITL is the largest gap between consecutive token-carrying chunks.
+	// A Tracker sets it even when it keeps no ITL list; MaxITLGap combines
+	// it with ITL, so a hand-built Record may set either.
+	MaxITL time.Duration `json:"max_itl_ns,omitempty"`
+	// Outcome says how the request ended.
+	Outcome Outcome `json:"outcome"`
+	// ErrorType is why a request that did not end OK ended so: the same
+	// low-cardinality value a Tracker puts in the error.type attribute (an
+	// HTTP status code such as "429", "timeout", "canceled",
+	// "connection_refused", "eof", a provider's error type such as
+	// "overloaded_error"); "" for an OK request, and for a failed one whose
+	// maker did not say.
+	ErrorType string `json:"error_type,omitempty"`
+}
+
+// nonNeg returns d, or 0 when d is negative (times out of order).
+func nonNeg(d time.Duration) time.Duration { return max(d, 0) }
+
+// HasToken reports whether at least one token-carrying chunk arrived.
+func (r Record) HasToken() bool { return !r.FirstToken.IsZero() }
+
+// TTFT returns FirstToken − Start, the time to first token. ok is false when
+// no token arrived.
+func (r Record) TTFT() (d time.Duration, ok bool) {
+	if !r.HasToken() {
+		return 0, false
+	}
+	return nonNeg(r.FirstToken.Sub(r.Start)), true
+}
+
+// TTFO returns FirstOutput − Start, the time to first output token (as
+// aiperf reports it): the wait for the answer, reasoning included. ok is
+// false when no answer token arrived (FirstOutput is zero), for example a
+// reasoning model cut before it answered. Without reasoning, TTFO = TTFT.
+func (r Record) TTFO() (d time.Duration, ok bool) {
+	if r.FirstOutput.IsZero() {
+		return 0, false
+	}
+	return nonNeg(r.FirstOutput.Sub(r.Start)), true
+}
+
+// TPOT returns (LastToken − FirstToken) / (N − 1), the time per output token
+// after the first, rounded to the nearest nanosecond. N is OutputTokens. ok
+// is false when N ≤ 1 or no token arrived. A request whose N tokens came in
+// one chunk has TPOT 0.
+func (r Record) TPOT() (d time.Duration, ok bool) {
+	n := r.OutputTokens
+	if n <= 1 || !r.HasToken() {
+		return 0, false
+	}
+	return divRound(r.decode(), n-1), true
+}
+
+// decode returns LastToken − FirstToken (0 when no token arrived).
+func (r Record) decode() time.Duration {
+	if !r.HasToken() {
+		return 0
+	}
+	return r.lastToken().Sub(r.FirstToken)
+}
+
+// lastToken returns LastToken, or FirstToken when LastToken is unset or
+// before it (a hand-built record may set FirstToken alone): the last token
+// is never before the first.
+func (r Record) lastToken() time.Time {
+	if r.LastToken.Before(r.FirstToken) {
+		return r.FirstToken
+	}
+	return r.LastToken
+}
+
+// divRound divides d by n (n > 0) rounding half away from zero; d ≥ 0.
+func divRound(d time.Duration, n int) time.Duration {
+	return (d + time.Duration(n/2)) / time.Duration(n)
+}
+
+// E2EL returns the end-to-end latency: LastToken − Start (time to the final
+// token), or End − Start when no token arrived. ok is false only when the
+// record has neither a token nor an End.
+func (r Record) E2EL() (d time.Duration, ok bool) {
+	switch {
+	case r.HasToken():
+		return nonNeg(r.lastToken().Sub(r.Start)), true
+	case !r.End.IsZero():
+		return nonNeg(r.End.Sub(r.Start)), true
+	}
+	return 0, false
+}
+
+// GenerationTime returns LastToken − FirstToken, the token generation time
+// (E2EL = TTFT + GenerationTime for a request that produced tokens): 0 when
+// every token came in one chunk. ok is false when no token arrived.
+func (r Record) GenerationTime() (d time.Duration, ok bool) {
+	if !r.HasToken() {
+		return 0, false
+	}
+	return nonNeg(r.decode()), true
+}
+
+// MaxITLGap returns the largest ITL gap (between consecutive
+// token-carrying chunks): the maximum of the MaxITL field and every ITL
+// entry, so a hand-built Record may set either. ok is false when the record
+// has neither (fewer than two chunks, or gaps not kept).
+func (r Record) MaxITLGap() (d time.Duration, ok bool) {
+	d, ok = r.MaxITL, r.MaxITL > 0
+	for _, g := range r.ITL {
+		d, ok = max(d, g), true
+	}
+	return nonNeg(d), ok
+}
