@@ -193,6 +193,11 @@ func (b *bench) openWorkload(ctx context.Context) error {
 		return err
 	}
 	b.wl = wl
+	info := wl.Info()
+	fmt.Fprintf(b.e.stderr, "llmmetrics bench: workload: %s; token counting: %s\n", describeWorkload(b.workloadResults()), b.counting)
+	if info.SkippedCount > 0 {
+		fmt.Fprintf(b.e.stderr, "llmmetrics bench: warning: %d dataset entries cannot be sent and are skipped, e.g. %s\n", info.SkippedCount, info.Skipped[0])
+	}
 	return nil
 }
 

@@ -115,8 +115,12 @@ func (d *datasetSource) session(w *Workload, e entry) *Session {
 		s.system = w.prefix(s.group) + e.system
 	}
 	s.turns = e.turns
-	if c.Turns > 0 && len(s.turns) > c.Turns {
-		s.turns = s.turns[:c.Turns]
+	limit := c.Turns
+	if limit == 0 && d.format == FormatShareGPT {
+		limit = 1 // its first question, as vllm bench serve sends ShareGPT
+	}
+	if limit > 0 && len(s.turns) > limit {
+		s.turns = s.turns[:limit]
 	}
 	for i := range s.turns {
 		if s.turns[i].output == 0 {

@@ -70,7 +70,8 @@ type Config struct {
 	PrefixTokens, PrefixGroups int
 	// Turns is the number of turns of a session (default 1); a dataset
 	// with sessions of its own (ShareGPT conversations, AIPerf multi-turn)
-	// gives up to Turns of them (0: all of an AIPerf session).
+	// gives up to Turns of them (0: a ShareGPT conversation's first, all
+	// of an AIPerf session).
 	Turns int
 	// ThinkTime is the pause between an answer and the session's next turn.
 	ThinkTime time.Duration

@@ -240,7 +240,7 @@ func TestDatasets(t *testing.T) {
 		turns        int     // of the first session
 	}{
 		{"sharegpt.json", FormatShareGPT, 2, []string{`sharegpt.json: entry 2 (id "b2"): no human turn`},
-			Request{Messages: []Message{{"user", "What is a token?"}}, OutputTokens: 13, Turn: 1}, 2},
+			Request{Messages: []Message{{"user", "What is a token?"}}, OutputTokens: 13, Turn: 1}, 1},
 		{"openai.jsonl", FormatOpenAI, 2, []string{"openai.jsonl:4: a user message with non-text content"},
 			Request{System: "You are terse.", Messages: []Message{{"user", "Say hi."}}, OutputTokens: 7, Turn: 1}, 1},
 		{"prompts.txt", FormatPrompts, 3, nil,
@@ -277,6 +277,14 @@ func TestDatasets(t *testing.T) {
 			assert.NotEmpty(t, r.Origin)
 		})
 	}
+}
+
+func TestShareGPTTurns(t *testing.T) {
+	w := open(t, Config{Dataset: filepath.Join("testdata", "sharegpt.json"), Turns: 3})
+	reqs := drain(t, w, 2, func(Request) string { return "received" })
+	require.Len(t, reqs, 2)
+	assert.Equal(t, []Message{{"user", "What is a token?"}, {"assistant", "received"}, {"user", "And a prefix cache?"}}, reqs[1].Messages)
+	assert.Equal(t, 8, reqs[1].OutputTokens, "⌈32 characters / 4⌉ of the recorded reply")
 }
 
 func TestDatasetCyclesAndKeepsHistory(t *testing.T) {
