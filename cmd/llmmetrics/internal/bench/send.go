@@ -35,6 +35,8 @@ type repeatRun struct {
 	warm    int
 	records []llmmetrics.Record
 	metas   []reqMeta
+	used    []bool       // the slot's request was sent
+	startMu sync.Mutex   // makes taking a session and its slots one step
 	slots   atomic.Int64 // next free slot
 	done    atomic.Int64 // measured requests ended
 	tokens  atomic.Int64 // their output tokens
@@ -42,10 +44,24 @@ type repeatRun struct {
 	err     error // the workload could not give a request
 }
 
-// take returns the next free slot, false when the repeat is full.
-func (r *repeatRun) take() (int, bool) {
-	i := int(r.slots.Add(1) - 1)
-	return i, i < len(r.records)
+// start takes the workload's next session and reserves a slot for each of
+// its turns (fewer when the repeat fills up), in one step: which sessions
+// a repeat sends, and so the request bodies, do not depend on timing.
+// ok is false when the repeat is full, the trace ended or the workload
+// failed.
+func (r *repeatRun) start() (s *workload.Session, first, count int, ok bool) {
+	r.startMu.Lock()
+	defer r.startMu.Unlock()
+	first = int(r.slots.Load())
+	if first >= len(r.records) {
+		return nil, 0, 0, false
+	}
+	if s = r.nextSession(); s == nil {
+		return nil, 0, 0, false
+	}
+	count = min(s.Len(), len(r.records)-first)
+	r.slots.Add(int64(count))
+	return s, first, count, true
 }
 
 func (r *repeatRun) fail(err error) {
@@ -71,7 +87,7 @@ func (r *repeatRun) nextSession() *workload.Session {
 
 // send sends req in slot i and returns the answer's text when keep.
 func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, keep bool) string {
-	r.metas[i] = metaOf(req)
+	r.metas[i], r.used[i] = metaOf(req), true
 	text := r.b.sendRequest(ctx, req, &r.records[i], keep)
 	if i >= r.warm {
 		r.tokens.Add(int64(r.records[i].OutputTokens))
@@ -80,26 +96,19 @@ func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, keep 
 	return text
 }
 
-// session sends s's turns, each in a slot of its own (first: a slot
-// already taken for the first turn, or −1), waiting the think time
-// between an answer and the next turn.
-func (r *repeatRun) session(ctx context.Context, s *workload.Session, first int) {
+// session sends s's first count turns in the slots from first, waiting
+// the think time between an answer and the next turn.
+func (r *repeatRun) session(ctx context.Context, s *workload.Session, first, count int) {
 	multi := s.Len() > 1
-	for turn := 0; ctx.Err() == nil; turn++ {
+	for turn := 0; turn < count && ctx.Err() == nil; turn++ {
 		if turn > 0 && !sleep(ctx, s.ThinkTime()) {
 			return
 		}
 		req, ok := s.Next()
 		if !ok {
-			return
+			return // a failed turn ended the session
 		}
-		i := first
-		if turn > 0 || i < 0 {
-			if i, ok = r.take(); !ok {
-				return
-			}
-		}
-		text := r.send(ctx, i, req, multi)
+		text := r.send(ctx, first+turn, req, multi)
 		if multi {
 			s.Answer(text)
 		}
@@ -127,7 +136,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // sent.
 func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) ([]llmmetrics.Record, []reqMeta, error) {
 	warm, n := b.warmups(load), b.requests(load)
-	r := &repeatRun{b: b, warm: warm, records: make([]llmmetrics.Record, warm+n), metas: make([]reqMeta, warm+n)}
+	r := &repeatRun{b: b, warm: warm, records: make([]llmmetrics.Record, warm+n), metas: make([]reqMeta, warm+n), used: make([]bool, warm+n)}
 	stop := b.prog.live1(b.o.mode, load, repeat, n, &r.done, &r.tokens)
 	defer stop()
 	var wg sync.WaitGroup
@@ -145,25 +154,21 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) ([]llmm
 			if !sleep(ctx, time.Until(next)) {
 				break
 			}
-			i, ok := r.take()
+			s, first, count, ok := r.start()
 			if !ok {
 				break
 			}
-			s := r.nextSession()
-			if s == nil {
-				break
-			}
-			wg.Go(func() { r.session(ctx, s, i) })
+			wg.Go(func() { r.session(ctx, s, first, count) })
 		}
 	default:
 		for range int(load) {
 			wg.Go(func() {
-				for ctx.Err() == nil && int(r.slots.Load()) < len(r.records) {
-					s := r.nextSession()
-					if s == nil {
+				for ctx.Err() == nil {
+					s, first, count, ok := r.start()
+					if !ok {
 						return
 					}
-					r.session(ctx, s, -1)
+					r.session(ctx, s, first, count)
 				}
 			})
 		}
@@ -175,8 +180,16 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) ([]llmm
 	if r.err != nil {
 		return nil, nil, r.err
 	}
-	used := min(int(r.slots.Load()), len(r.records)) // a trace may end first
-	return r.records[warm:used], r.metas[warm:used], nil
+	// Keep the slots whose request was sent: a trace may end first, a
+	// failed turn ends its session before its reserved slots.
+	var recs []llmmetrics.Record
+	var metas []reqMeta
+	for i := warm; i < len(r.records); i++ {
+		if r.used[i] {
+			recs, metas = append(recs, r.records[i]), append(metas, r.metas[i])
+		}
+	}
+	return recs, metas, nil
 }
 
 // replay sends the trace's requests open-loop: each built, then sent at
@@ -184,13 +197,8 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) ([]llmm
 func (b *bench) replay(ctx context.Context, r *repeatRun, wg *sync.WaitGroup) {
 	start := time.Now()
 	for ctx.Err() == nil {
-		i, ok := r.take()
+		s, i, _, ok := r.start()
 		if !ok {
-			return
-		}
-		s := r.nextSession()
-		if s == nil {
-			r.slots.Add(-1) // the slot was not used
 			return
 		}
 		req, _ := s.Next()

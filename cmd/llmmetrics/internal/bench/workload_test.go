@@ -330,6 +330,30 @@ func TestWorkloadSameSeedSameBodies(t *testing.T) {
 	assert.NotEqual(t, a, bodies("4"))
 }
 
+// TestWorkloadSameSessionsConcurrently: with concurrent sessions the same
+// sessions are sent whatever the timing (their first turns' bodies, as a
+// set; later turns carry answers, which depend on the server's order).
+func TestWorkloadSameSessionsConcurrently(t *testing.T) {
+	firstTurns := func(speedup string) []string {
+		var out []string
+		synctest.Test(t, func(t *testing.T) {
+			reqs, code, stderr, _ := runWorkload(t, t.TempDir(), "-concurrency", "3", "-requests", "6", "-repeats", "2", "-speedup", speedup,
+				"-turns", "2", "-input-tokens", "uniform:10-90", "-output-tokens", "uniform:1-9")
+			require.Equal(t, exitOK, code, stderr)
+			for _, r := range reqs {
+				if _, msgs := chatMessages(t, r.body); len(msgs) == 1 {
+					out = append(out, string(r.body))
+				}
+			}
+		})
+		slices.Sort(out)
+		return out
+	}
+	a := firstTurns("20")
+	assert.Len(t, a, 6, "3 sessions of 2 turns in each of 2 repeats")
+	assert.Equal(t, a, firstTurns("3"))
+}
+
 // TestWorkloadBadInput: the user's mistakes exit 2 and say where.
 func TestWorkloadBadInput(t *testing.T) {
 	tmp := t.TempDir()
