@@ -144,7 +144,8 @@ func (ls *Lengths) compute() {
 }
 
 // warnLengths warns, once a run each, when fewer than 95 % of inputs are
-// within the bound, or outputs miss the length asked.
+// within the bound, when answers are shorter than asked (with -ignore-eos:
+// more than 5 % of them; without: on average less than half), or longer.
 func (b *bench) warnLengths(ls *Lengths) {
 	if ls.Requests == 0 {
 		return
@@ -154,9 +155,17 @@ func (b *bench) warnLengths(ls *Lengths) {
 		fmt.Fprintf(b.e.stderr, "llmmetrics bench: warning: the server counted input lengths other than asked: %.0f%% within ±2%% or ±2 tokens (asked mean %.0f, counted %.0f; token counting: %s)\n",
 			100*ls.InputWithin, ls.AskedInput.Mean, ls.ActualInput.Mean, b.counting)
 	}
-	if b.o.wl.ignoreEOS && ls.OutputShort > 0.05 && !b.warnedOut {
+	// Without -ignore-eos a model may end before the max tokens: warn when
+	// answers average less than half the length asked.
+	short := ls.OutputShort > 0.05 && (b.o.wl.ignoreEOS || ls.ActualOutput.Mean < ls.AskedOutput.Mean/2)
+	if short && !b.warnedOut {
 		b.warnedOut = true
-		fmt.Fprintf(b.e.stderr, "llmmetrics bench: warning: %.0f%% of answers are shorter than asked despite -ignore-eos: the server stops early\n", 100*ls.OutputShort)
+		why := "the model ended them; -ignore-eos asks for exactly the length (chat and completions)"
+		if b.o.wl.ignoreEOS {
+			why = "the server stops early despite -ignore-eos"
+		}
+		fmt.Fprintf(b.e.stderr, "llmmetrics bench: warning: %.0f%% of answers are shorter than the output length asked (asked mean %.0f, received %.0f): %s\n",
+			100*ls.OutputShort, ls.AskedOutput.Mean, ls.ActualOutput.Mean, why)
 	}
 	if ls.OutputLong > 0 && !b.warnedLong {
 		b.warnedLong = true

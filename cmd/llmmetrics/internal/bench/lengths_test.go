@@ -48,9 +48,10 @@ func TestLengthWarning(t *testing.T) {
 			return llmmetricstest.NewInMemoryServer(cfg)
 		}
 		code := run(context.Background(), []string{"-concurrency", "1,2", "-requests", "4", "-repeats", "1", "-warmup", "0",
-			"-speedup", "20", "-input-tokens", "100", "-out", t.TempDir()}, e)
+			"-speedup", "20", "-input-tokens", "100", "-output-tokens", "500", "-out", t.TempDir()}, e)
 		require.Equal(t, exitOK, code, stderr.String())
 		assert.Equal(t, 1, bytes.Count(stderr.Bytes(), []byte("warning: the server counted input lengths other than asked: 0% within")))
+		assert.Equal(t, 1, bytes.Count(stderr.Bytes(), []byte("answers are shorter than the output length asked")), "the fake server's 96–160 tokens under the 500 asked")
 		assert.Contains(t, stdout.String(), "TTFT")
 	})
 }
