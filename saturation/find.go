@@ -26,6 +26,11 @@ type Level struct {
 	// Server is what the model server reported during the level (nil:
 	// nothing was read); it explains the saturation point.
 	Server *Server `json:"server,omitempty"`
+	// InFlight is the client's mean number of requests in flight during
+	// the level (0: unknown). Compared with Server's running and waiting
+	// requests, it shows requests that wait in front of the engine
+	// (SignalQueueBeforeEngine).
+	InFlight float64 `json:"in_flight,omitempty"`
 }
 
 // Reason is one signal that fired at a level, with the measured value,
@@ -73,6 +78,13 @@ type LevelReport struct {
 	MeetsSLO bool `json:"meets_slo"`
 	// Objectives holds the result of each option objective.
 	Objectives []llmmetrics.ObjectiveResult `json:"objectives,omitempty"`
+	// FailureRate is the share of the level's requests that did not
+	// complete (failed or canceled), 0–1.
+	FailureRate float64 `json:"failure_rate"`
+	// Untrusted is set when FailureRate is above Options.MaxFailureRate:
+	// the level's figures say more about the failures than about the
+	// server's capacity.
+	Untrusted bool `json:"untrusted,omitempty"`
 	// Reasons lists the signals that fired at this level, the server's
 	// among them.
 	Reasons []Reason `json:"reasons,omitempty"`
@@ -104,6 +116,20 @@ type Result struct {
 	MaxGoodLevel int `json:"max_good_level"`
 	// MaxGoodLoad is Levels[MaxGoodLevel].Load (0 when none).
 	MaxGoodLoad float64 `json:"max_good_load"`
+	// SLOUnmetAtLowestLoad is set when the lowest load with requests
+	// misses the attainment target: the SLO is not met even at the least
+	// load, a finding about the SLO (Notes), never a saturation point
+	// (SignalAttainment then decides nothing).
+	SLOUnmetAtLowestLoad bool `json:"slo_unmet_at_lowest_load,omitempty"`
+	// Untrusted is set when the verdict (the saturation point, or the
+	// loads the knee lies between) is drawn from an untrusted level
+	// (LevelReport.Untrusted): the level itself or the one it is compared
+	// with.
+	Untrusted bool `json:"untrusted,omitempty"`
+	// Notes are findings beside the saturation point, one sentence each:
+	// the SLO not met at the lowest load, a verdict drawn from untrusted
+	// levels.
+	Notes []string `json:"notes,omitempty"`
 	// Levels holds the verdict on every load, in increasing load, repeated
 	// loads merged.
 	Levels []LevelReport `json:"levels"`
@@ -177,7 +203,8 @@ type merged struct {
 	goodput   float64
 	summaries []llmmetrics.Summary // the entries' Summaries
 	server    *Server
-	hasData   bool // throughput or request data
+	inFlight  float64 // the entries' mean InFlight
+	hasData   bool    // throughput or request data
 }
 
 // merge sorts levels by load and merges equal loads.
@@ -199,6 +226,7 @@ func merge(levels []Level, o Options) []merged {
 			m.samples = append(m.samples, rt)
 		}
 		m.goodput += g
+		m.inFlight += l.InFlight
 		m.summaries = append(m.summaries, l.Summary)
 		if m.server == nil {
 			m.server = l.Server
@@ -209,6 +237,7 @@ func merge(levels []Level, o Options) []merged {
 		m := &out[i]
 		m.mean, m.ci = meanCI(m.samples)
 		m.goodput /= float64(len(m.summaries))
+		m.inFlight /= float64(len(m.summaries))
 	}
 	return out
 }
@@ -232,6 +261,7 @@ type finder struct {
 	bases    []tailBase
 	started  bool
 	bestGood float64
+	lowest   bool // the lowest load with requests has been seen
 }
 
 type tailBase struct{ tail, median float64 }
@@ -254,6 +284,7 @@ func (f *finder) level(i int) kneeState {
 		}
 	}
 	f.tail(i, rep)
+	f.trust(i, rep)
 	f.attainment(i, rep)
 	rep.Reasons = append(rep.Reasons, serverReasons(f.o, f.ms, i)...)
 	if rep.Goodput > f.bestGood {
@@ -380,6 +411,15 @@ func (f *finder) attainment(i int, rep *LevelReport) {
 		if len(f.ms[i].summaries) == 1 {
 			att = f.ms[i].summaries[0].Goodput.Attainment
 		}
+		if !f.lowest {
+			f.lowest = true
+			if att < f.o.AttainmentTarget {
+				f.res.SLOUnmetAtLowestLoad = true
+				f.res.Notes = append(f.res.Notes, fmt.Sprintf(
+					"the SLO is not met even at the lowest load (%g): %.1f%% of requests met it, below the %.1f%% target; this is about the SLO (or the failures), not a saturation point",
+					f.ms[i].load, 100*att, 100*f.o.AttainmentTarget))
+			}
+		}
 		if att < f.o.AttainmentTarget {
 			meets = false
 			f.fire(rep, Reason{Signal: SignalAttainment, Value: att, Threshold: f.o.AttainmentTarget, Message: fmt.Sprintf(
@@ -411,6 +451,10 @@ func (f *finder) decide(knees []kneeState) {
 		if f.decided(i) {
 			res.Found, res.Level, res.Load = true, i, rep.Load
 			res.Reasons = clientFirst(rep.Reasons)
+			if res.SLOUnmetAtLowestLoad { // a finding of its own (Notes), not why it saturates
+				res.Reasons = slices.DeleteFunc(res.Reasons, func(r Reason) bool { return r.Signal == SignalAttainment })
+			}
+			f.distrust(f.prevWithData(i), i)
 			return
 		}
 		if knees[i] == kneeUndecided && firstOpen < 0 {
@@ -418,18 +462,54 @@ func (f *finder) decide(knees []kneeState) {
 		}
 	}
 	if firstOpen >= 0 {
-		res.KneeBetween = []float64{f.ms[f.prevWithData(firstOpen)].load, res.Levels[firstOpen].Load}
+		prev := f.prevWithData(firstOpen)
+		res.KneeBetween = []float64{f.ms[prev].load, res.Levels[firstOpen].Load}
+		f.distrust(prev, firstOpen)
 	}
 }
 
-// decided reports whether load i has a decided client-side signal.
+// distrust marks the verdict untrusted when it is drawn from load i or
+// the load it is compared with (prev), and either is untrusted.
+func (f *finder) distrust(prev, i int) {
+	for _, k := range []int{prev, i} {
+		if l := f.res.Levels[k]; l.Untrusted && !f.res.Untrusted {
+			f.res.Untrusted = true
+			f.res.Notes = append(f.res.Notes, fmt.Sprintf(
+				"the verdict is drawn from load %g, where %.1f%% of requests failed (above %.1f%%): it may say more about the failures than about the server's capacity",
+				l.Load, 100*l.FailureRate, 100*f.o.MaxFailureRate))
+		}
+	}
+}
+
+// decided reports whether load i has a decided client-side signal. The
+// attainment signal decides nothing when the SLO is not met even at the
+// lowest load: it then fails at every load and says nothing about where
+// the service stops scaling.
 func (f *finder) decided(i int) bool {
 	for _, r := range f.res.Levels[i].Reasons {
+		if r.Signal == SignalAttainment && f.res.SLOUnmetAtLowestLoad {
+			continue
+		}
 		if r.Signal&clientSignals != 0 && !r.Undecided {
 			return true
 		}
 	}
 	return false
+}
+
+// trust sets the level's failure rate and marks it untrusted above
+// MaxFailureRate.
+func (f *finder) trust(i int, rep *LevelReport) {
+	var requests, done int
+	for _, s := range f.ms[i].summaries {
+		requests += s.Requests
+		done += s.Completed
+	}
+	if requests == 0 {
+		return
+	}
+	rep.FailureRate = float64(requests-done) / float64(requests)
+	rep.Untrusted = rep.FailureRate > f.o.MaxFailureRate
 }
 
 func (f *finder) prevWithData(i int) int {

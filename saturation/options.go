@@ -88,6 +88,12 @@ const (
 	// SignalGPU: the GPUs were busy ≥ GPUBusy of the time
 	// (Server.GPUUtilization).
 	SignalGPU
+	// SignalQueueBeforeEngine: the client had clearly more requests in
+	// flight (Level.InFlight) than the server counts running and waiting
+	// (at least one more, and at least BeforeEngineFraction of them):
+	// the rest wait in front of the engine (HTTP threads, a proxy, a
+	// connection limit), where its metrics cannot see them.
+	SignalQueueBeforeEngine
 )
 
 var signalNames = []struct {
@@ -96,7 +102,7 @@ var signalNames = []struct {
 }{
 	{SignalKnee, "knee"}, {SignalThroughputDrop, "throughput_drop"}, {SignalTailGrowth, "tail_growth"},
 	{SignalAttainment, "attainment"}, {SignalKVCache, "kv_cache"}, {SignalQueue, "queue"},
-	{SignalPreemption, "preemption"}, {SignalGPU, "gpu"},
+	{SignalPreemption, "preemption"}, {SignalGPU, "gpu"}, {SignalQueueBeforeEngine, "queue_before_engine"},
 }
 
 // clientSignals decide the saturation point; the others explain it.
@@ -161,6 +167,14 @@ const (
 	DefaultKVCacheFull = 0.9
 	// DefaultGPUBusy: GPUs busy 95 % of the time have no idle cycles left.
 	DefaultGPUBusy = 0.95
+	// DefaultMaxFailureRate: a level where more than 5 % of requests did
+	// not complete is untrusted.
+	DefaultMaxFailureRate = 0.05
+	// BeforeEngineFraction: SignalQueueBeforeEngine fires when the
+	// requests the server does not count are at least one and at least
+	// this fraction of the client's in flight (smaller gaps are the
+	// scrape's timing).
+	BeforeEngineFraction = 0.25
 )
 
 // Options configures Find. The zero value uses every default (see the
@@ -203,6 +217,10 @@ type Options struct {
 	// GPUBusy in (0, 1]: the GPU utilization SignalGPU reports. 0 means
 	// DefaultGPUBusy.
 	GPUBusy float64
+	// MaxFailureRate in (0, 1): a level where a larger share of requests
+	// did not complete is untrusted (LevelReport.Untrusted), and so is a
+	// verdict drawn from it. 0 means DefaultMaxFailureRate.
+	MaxFailureRate float64
 	// Skip lists signals not to evaluate (bit flags, e.g.
 	// SignalKnee|SignalTailGrowth).
 	Skip Signal
@@ -238,6 +256,8 @@ func (o Options) Validate() error {
 		return bad("KV cache threshold %v outside (0, 1]", o.KVCacheFull)
 	case !frac(o.GPUBusy):
 		return bad("GPU busy threshold %v outside (0, 1]", o.GPUBusy)
+	case o.MaxFailureRate != 0 && !(o.MaxFailureRate > 0 && o.MaxFailureRate < 1):
+		return bad("max failure rate %v outside (0, 1)", o.MaxFailureRate)
 	}
 	for _, l := range o.TailLatencies {
 		if _, err := l.MarshalText(); err != nil {
@@ -266,6 +286,7 @@ func (o Options) withDefaults() Options {
 	def(&o.AttainmentTarget, DefaultAttainmentTarget)
 	def(&o.KVCacheFull, DefaultKVCacheFull)
 	def(&o.GPUBusy, DefaultGPUBusy)
+	def(&o.MaxFailureRate, DefaultMaxFailureRate)
 	if o.TailLatencies == nil {
 		o.TailLatencies = []llmmetrics.Latency{llmmetrics.LatencyTTFT}
 	}

@@ -1,6 +1,9 @@
 package saturation
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Server is what the model server reported about itself during one load
 // level, read from its Prometheus endpoints (llmmetrics bench's
@@ -49,6 +52,9 @@ func serverReasons(o Options, ms []merged, i int) []Reason {
 		return nil
 	}
 	var out []Reason
+	if r, ok := beforeEngine(o, ms[i].inFlight, s); ok {
+		out = append(out, r)
+	}
 	prev := func(get func(*Server) *float64) (v float64, load float64, ok bool) {
 		for k := i - 1; k >= 0; k-- {
 			if ps := ms[k].server; ps != nil && get(ps) != nil {
@@ -93,4 +99,23 @@ func serverReasons(o Options, ms []merged, i int) []Reason {
 			Message: fmt.Sprintf("GPUs busy %.0f%% of the time", 100**s.GPUUtilization)})
 	}
 	return out
+}
+
+// beforeEngine compares the client's mean in-flight requests with the
+// server's running and waiting ones (SignalQueueBeforeEngine).
+func beforeEngine(o Options, inFlight float64, s *Server) (Reason, bool) {
+	if o.Skip&SignalQueueBeforeEngine != 0 || inFlight <= 0 || s.RequestsRunning == nil {
+		return Reason{}, false
+	}
+	running, waiting := *s.RequestsRunning, 0.0
+	if s.RequestsWaiting != nil {
+		waiting = *s.RequestsWaiting
+	}
+	hidden := inFlight - running - waiting
+	if hidden < 1 || hidden < BeforeEngineFraction*inFlight {
+		return Reason{}, false
+	}
+	return Reason{Signal: SignalQueueBeforeEngine, Value: hidden, Threshold: max(1, BeforeEngineFraction*inFlight), Message: fmt.Sprintf(
+		"%.3g in flight, the engine runs %.3g and queues %.3g: about %.0f wait in front of it — HTTP threads, a proxy or a connection limit",
+		inFlight, running, waiting, math.Floor(hidden))}, true
 }

@@ -11,13 +11,18 @@ import (
 // decides the knee from their intervals), its Server what the model server
 // reported during it.
 func (b *bench) analysis() saturation.Result {
+	res, _ := saturation.Find(b.satLevels(), saturation.Options{Objectives: b.o.objectives}) // objectives validated by the flags
+	return res
+}
+
+// satLevels returns the measured levels as saturation.Find reads them.
+func (b *bench) satLevels() []saturation.Level {
 	ls := b.sortedLevels()
 	in := make([]saturation.Level, len(ls))
 	for i, l := range ls {
-		in[i] = saturation.Level{Load: l.Load, Summary: l.Summary, Repeats: l.repeats, Server: l.Server}
+		in[i] = saturation.Level{Load: l.Load, Summary: l.Summary, Repeats: l.repeats, Server: l.Server, InFlight: l.ClientInFlight}
 	}
-	res, _ := saturation.Find(in, saturation.Options{Objectives: b.o.objectives}) // objectives validated by the flags
-	return res
+	return in
 }
 
 // pastTheKnee reports whether the sweep has shown the saturation point and

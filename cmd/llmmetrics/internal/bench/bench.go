@@ -11,7 +11,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -36,11 +38,14 @@ const maxAutoConcurrency = 256
 // Defaults of the repeat rule: a level runs at least minRepeats times and
 // repeats until its output throughput is known to ±relPrecision at
 // confidence (or maxRepeats runs, or -repeats N exactly).
+// While a level has failed requests and the knee at its load is still
+// undecided, it repeats up to maxRepeatsFailing times.
 const (
-	minRepeats   = 2
-	maxRepeats   = 5
-	relPrecision = 0.05
-	confidence   = 0.95
+	minRepeats        = 2
+	maxRepeats        = 5
+	maxRepeatsFailing = 10
+	relPrecision      = 0.05
+	confidence        = 0.95
 )
 
 // Main runs "llmmetrics bench" with args (the flags after the subcommand)
@@ -71,7 +76,7 @@ type env struct {
 	live           bool // stderr is a terminal: one progress line rewritten in place
 	newFake        func(llmmetricstest.ServerConfig) *llmmetricstest.Server
 	inMemory       bool // newFake makes in-memory servers: reach them through their own Client
-	// wrap, when set, wraps the measured client's base transport (tests
+	// wrap, when set, wraps the measured clients' base transports (tests
 	// see there what the server receives).
 	wrap func(http.RoundTripper) http.RoundTripper
 }
@@ -102,6 +107,7 @@ type options struct {
 	repeats            int // 0: until confident
 	burstiness         float64
 	wl                 workloadFlags
+	timeout            time.Duration
 	slo                llmmetrics.SLO
 	objectives         []llmmetrics.Objective
 	serverMetrics      []string
@@ -111,25 +117,59 @@ type options struct {
 	seed               uint64
 }
 
+// DefaultTimeout bounds each request unless -timeout says otherwise: long
+// enough for a long answer from a loaded server (128 tokens at one token a
+// second take about two minutes), short enough that a server that never
+// answers cannot stall a run for good.
+const DefaultTimeout = 5 * time.Minute
+
+// rawFlags are the flags that parseFlags turns into options after parsing.
+type rawFlags struct{ concurrency, rates, serverMetrics string }
+
 // parseFlags parses args; the error is a usageError or flag.ErrHelp.
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("llmmetrics bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o := options{slo: llmmetrics.SLO{TTFT: 200 * time.Millisecond, TPOT: 50 * time.Millisecond}}
-	var concurrency, rates, serverMetrics string
+	o, raw := defineFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return *o, err
+		}
+		return *o, usageError{err.Error()} // the flag package has printed the usage
+	}
+	if fs.NArg() > 0 {
+		return *o, usagef("unexpected arguments: %v", fs.Args())
+	}
+	if err := o.wl.validate(fs, o); err != nil {
+		return *o, err
+	}
+	if err := o.check(raw); err != nil {
+		return *o, err
+	}
+	if err := o.setLoads(raw); err != nil {
+		return *o, err
+	}
+	return *o, o.setServerMetrics(raw.serverMetrics)
+}
+
+// defineFlags declares every flag of bench on fs, with its default.
+func defineFlags(fs *flag.FlagSet) (*options, *rawFlags) {
+	o := &options{slo: llmmetrics.SLO{TTFT: 200 * time.Millisecond, TPOT: 50 * time.Millisecond}}
+	raw := &rawFlags{}
 	fs.StringVar(&o.url, "url", "", "base URL of an OpenAI-compatible API, with its version (e.g. http://127.0.0.1:8000/v1); empty: an in-process fake server")
 	fs.StringVar(&o.model, "model", "", "model name (default: the fake server's)")
 	fs.StringVar(&o.keyEnv, "api-key-env", "OPENAI_API_KEY", "environment variable holding the API key")
-	fs.StringVar(&concurrency, "concurrency", "", "comma-separated concurrency levels (default: 1,2,4,… until past the knee)")
-	fs.StringVar(&rates, "rates", "", "comma-separated request rates per second (open loop) instead of concurrency")
+	fs.StringVar(&raw.concurrency, "concurrency", "", "comma-separated concurrency levels (default: 1,2,4,… until past the knee)")
+	fs.StringVar(&raw.rates, "rates", "", "comma-separated request rates per second (open loop) instead of concurrency")
 	fs.BoolVar(&o.search, "search", false, "find the highest load that meets the SLO and objectives: double from the first load until a level fails, then bisect")
 	fs.Float64Var(&o.searchPrecision, "search-precision", 0.1, "with -search: stop bisecting when the interval is narrower than this fraction of its lower end (and, for concurrency, 1)")
 	fs.Float64Var(&o.burstiness, "burstiness", 1, "with -rates: gamma shape of the arrival gaps (1 = Poisson, < 1 burstier)")
 	fs.IntVar(&o.requests, "requests", 0, "measured requests per level and repeat (default: max(16, 3×concurrency), or max(16, 10×rate))")
 	fs.IntVar(&o.warmup, "warmup", -1, "warm-up requests per level and repeat, run but not counted (default: one per concurrent client, or one second of arrivals)")
-	fs.IntVar(&o.repeats, "repeats", 0, fmt.Sprintf("runs per level (default: %d to %d, until output throughput is known to ±%g%% at %g%% confidence)", minRepeats, maxRepeats, 100*relPrecision, 100*confidence))
+	fs.IntVar(&o.repeats, "repeats", 0, fmt.Sprintf("runs per level (default: %d to %d, until output throughput is known to ±%g%% at %g%% confidence; up to %d while failures keep the knee undecided)", minRepeats, maxRepeats, 100*relPrecision, 100*confidence, maxRepeatsFailing))
 	o.wl.register(fs)
-	fs.StringVar(&serverMetrics, "server-metrics", "", "comma-separated Prometheus /metrics URLs of the model server (default with the fake server: its own)")
+	fs.DurationVar(&o.timeout, "timeout", DefaultTimeout, "longest time a request may take, from sending to its last byte; a request cut by it fails with error_type timeout")
+	fs.StringVar(&raw.serverMetrics, "server-metrics", "", "comma-separated Prometheus /metrics URLs of the model server (default with the fake server: its own)")
 	fs.Float64Var(&o.hourlyCost, "hourly-cost", 0, "hourly cost of the deployment in dollars, for the cost per million tokens")
 	fs.StringVar(&o.out, "out", "out", "directory for results.json, records.jsonl and the charts")
 	fs.Float64Var(&o.speedup, "speedup", 5, "fake server only: divide its simulated times by this")
@@ -143,48 +183,63 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		o.objectives = append(o.objectives, obj)
 		return nil
 	})
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, err
-		}
-		return o, usageError{err.Error()} // the flag package has printed the usage
-	}
+	return o, raw
+}
+
+// finite reports whether v is a number other than ±Inf.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// check rejects values out of range, NaN and Inf included, and flags that
+// do not go together.
+func (o *options) check(raw *rawFlags) error {
 	switch {
-	case fs.NArg() > 0:
-		return o, usagef("unexpected arguments: %v", fs.Args())
-	case concurrency != "" && rates != "":
-		return o, usagef("give -concurrency or -rates, not both")
-	case o.burstiness <= 0:
-		return o, usagef("-burstiness must be > 0")
+	case raw.concurrency != "" && raw.rates != "":
+		return usagef("give -concurrency or -rates, not both")
+	case !(o.burstiness > 0) || !finite(o.burstiness):
+		return usagef("-burstiness must be a number > 0, not %v", o.burstiness)
 	case o.requests < 0:
-		return o, usagef("-requests must be ≥ 0")
+		return usagef("-requests must be ≥ 0")
 	case o.warmup < -1:
-		return o, usagef("-warmup must be ≥ 0")
+		return usagef("-warmup must be ≥ 0")
 	case o.repeats < 0:
-		return o, usagef("-repeats must be ≥ 0")
-	case o.searchPrecision <= 0 || o.searchPrecision >= 1:
-		return o, usagef("-search-precision must be in (0, 1)")
-	case o.hourlyCost < 0:
-		return o, usagef("-hourly-cost must be ≥ 0")
+		return usagef("-repeats must be ≥ 0")
+	case !(o.searchPrecision > 0 && o.searchPrecision < 1):
+		return usagef("-search-precision must be in (0, 1), not %v", o.searchPrecision)
+	case !(o.hourlyCost >= 0) || !finite(o.hourlyCost):
+		return usagef("-hourly-cost must be a number ≥ 0, not %v", o.hourlyCost)
+	case !(o.speedup > 0) || !finite(o.speedup):
+		return usagef("-speedup must be a number > 0, not %v", o.speedup)
+	case o.timeout <= 0:
+		return usagef("-timeout must be > 0")
+	case o.out == "":
+		return usagef("-out must name a directory")
 	case o.url != "" && o.model == "":
-		return o, usagef("-url needs -model")
+		return usagef("-url needs -model")
 	}
-	if err := o.wl.validate(fs, &o); err != nil {
-		return o, err
+	if o.url != "" {
+		if u, err := url.Parse(o.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usagef("-url: %q is not an http(s) URL", o.url)
+		}
 	}
 	if err := o.slo.Validate(); err != nil {
-		return o, usageError{err.Error()}
+		return usageError{err.Error()}
 	}
+	return nil
+}
+
+// setLoads fills mode and loads from -concurrency or -rates (default: the
+// automatic concurrency sweep).
+func (o *options) setLoads(raw *rawFlags) error {
 	var err error
 	o.mode = ModeConcurrency
 	switch {
 	case o.wl.trace != "":
 		o.mode, o.loads, o.repeats = ModeReplay, []float64{1 / o.wl.timeScale}, 1
-	case rates != "":
+	case raw.rates != "":
 		o.mode = ModeRate
-		o.loads, err = parseLoads(rates, false)
-	case concurrency != "":
-		o.loads, err = parseLoads(concurrency, true)
+		o.loads, err = parseLoads(raw.rates, false)
+	case raw.concurrency != "":
+		o.loads, err = parseLoads(raw.concurrency, true)
 	default:
 		o.auto = true
 		for c := 1; c <= maxAutoConcurrency; c *= 2 {
@@ -192,20 +247,25 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	if err != nil {
-		return o, err
+		return err
 	}
 	if o.search && len(o.loads) > 1 && !o.auto {
-		return o, usagef("-search starts from one load: give one -concurrency or -rates value (or none: 1)")
+		return usagef("-search starts from one load: give one -concurrency or -rates value (or none: 1)")
 	}
-	for _, u := range strings.Split(serverMetrics, ",") {
+	return nil
+}
+
+// setServerMetrics parses -server-metrics.
+func (o *options) setServerMetrics(list string) error {
+	for _, u := range strings.Split(list, ",") {
 		if u = strings.TrimSpace(u); u != "" {
 			if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-				return o, usagef("-server-metrics: %q is not an http(s) URL", u)
+				return usagef("-server-metrics: %q is not an http(s) URL", u)
 			}
 			o.serverMetrics = append(o.serverMetrics, u)
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // parseLoads parses a comma-separated list of increasing positive loads.
@@ -228,11 +288,18 @@ func parseLoads(s string, integers bool) ([]float64, error) {
 	return loads, nil
 }
 
-// run is the whole subcommand.
+// run is the whole subcommand: flags, checks, the preflight request, the
+// levels, then the table and the files.
 func run(ctx context.Context, args []string, e env) int {
 	o, err := parseFlags(args, e.stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
+	}
+	if err == nil {
+		err = checkOpenFiles(o, openFileLimit)
+	}
+	if err == nil {
+		err = checkOut(o.out)
 	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
@@ -244,6 +311,18 @@ func run(ctx context.Context, args []string, e env) int {
 		return exitFailed
 	}
 	defer b.close()
+	if err := b.checkWorkload(ctx); err != nil {
+		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
+		return exitUsage
+	}
+	if err := b.preflight(ctx); err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintln(e.stderr, "llmmetrics bench: interrupted before the first level: nothing written")
+			return exitInterrupted
+		}
+		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
+		return exitFailed
+	}
 	if err := b.openWorkload(ctx); err != nil {
 		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
 		if isBadInput(err) {
@@ -251,6 +330,16 @@ func run(ctx context.Context, args []string, e env) int {
 		}
 		return exitFailed
 	}
+	if err := b.openRecords(); err != nil {
+		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
+		return exitFailed
+	}
+	return b.finish(ctx)
+}
+
+// finish runs the levels, prints the table and writes the files.
+func (b *bench) finish(ctx context.Context) int {
+	e := b.e
 	res, runErr := b.run(ctx)
 	interrupted := ctx.Err() != nil
 	res.Interrupted = interrupted
@@ -259,7 +348,11 @@ func run(ctx context.Context, args []string, e env) int {
 		writeTable(e.stdout, res)
 		writeWorkload(e.stdout, res)
 	}
-	if err := b.writeFiles(res); err != nil {
+	err := b.closeRecords()
+	if err == nil {
+		err = b.writeFiles(res)
+	}
+	if err != nil {
 		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
 		return exitFailed
 	}
@@ -273,6 +366,36 @@ func run(ctx context.Context, args []string, e env) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// spareFiles is what a run needs open besides its streams' connections
+// (one per stream, two with the in-process fake server, whose end is in
+// the same process): listeners, the output files, the scrapes, the
+// runtime's own.
+const spareFiles = 64
+
+// checkOpenFiles checks the limit on open files against the highest
+// concurrency before anything starts: past it, connections fail with "too
+// many open files" in the middle of a level. Rates have no fixed number
+// of streams; they are not checked.
+func checkOpenFiles(o options, openFiles func() (uint64, bool)) error {
+	limit, ok := openFiles()
+	if !ok || o.mode != ModeConcurrency {
+		return nil
+	}
+	streams := uint64(o.loads[len(o.loads)-1])
+	if o.search {
+		streams = uint64(maxAutoConcurrency * max(1, o.loads[0]))
+	}
+	perStream := uint64(1)
+	if o.url == "" {
+		perStream = 2
+	}
+	need := streams*perStream + spareFiles
+	if need <= limit {
+		return nil
+	}
+	return usagef("concurrency %d needs about %d open files, and the limit is %d: raise it (ulimit -n %d) or lower the concurrency", streams, need, limit, need)
 }
 
 // newHTTPTransport returns the base transport of the measured client: one

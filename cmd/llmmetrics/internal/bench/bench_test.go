@@ -148,7 +148,7 @@ func TestWarmupNotCounted(t *testing.T) {
 				code := run(context.Background(), args, testEnv(&stdout, &stderr, &srv))
 				require.Equal(t, 0, code, "stderr: %s", stderr.String())
 				require.NotNil(t, srv)
-				assert.Equal(t, tt.repeats*(tt.warm+tt.n), srv.Stats().Requests, "the server saw the warm-up requests")
+				assert.Equal(t, 1+tt.repeats*(tt.warm+tt.n), srv.Stats().Requests, "the server saw the preflight and the warm-up requests")
 				res := readResults(t, dir)
 				require.Len(t, res.Levels, 1)
 				assert.Equal(t, tt.repeats*tt.n, res.Levels[0].Summary.Requests, "only measured requests are summarized")
@@ -228,6 +228,17 @@ func TestBadFlags(t *testing.T) {
 		{"search precision", []string{"-search", "-search-precision", "1"}, "-search-precision"},
 		{"url without model", []string{"-url", "http://127.0.0.1:1/v1"}, "-model"},
 		{"server metrics not a URL", []string{"-server-metrics", "localhost:9400"}, "not an http(s) URL"},
+		{"NaN burstiness", []string{"-rates", "1", "-burstiness", "NaN"}, "-burstiness must be a number > 0, not NaN"},
+		{"infinite burstiness", []string{"-burstiness", "+Inf"}, "-burstiness"},
+		{"NaN search precision", []string{"-search", "-search-precision", "NaN"}, "-search-precision must be in (0, 1), not NaN"},
+		{"NaN hourly cost", []string{"-hourly-cost", "NaN"}, "-hourly-cost must be a number ≥ 0, not NaN"},
+		{"infinite hourly cost", []string{"-hourly-cost", "Inf"}, "-hourly-cost"},
+		{"NaN speedup", []string{"-speedup", "NaN"}, "-speedup"},
+		{"zero timeout", []string{"-timeout", "0s"}, "-timeout must be > 0"},
+		{"timeout not a duration", []string{"-timeout", "5"}, "-timeout"},
+		{"huge prompts", []string{"-prompt-words", "100000000"}, "-prompt-words must be ≤ 1000000"},
+		{"empty out", []string{"-out", ""}, "-out must name a directory"},
+		{"url not http", []string{"-url", "localhost:8000/v1", "-model", "m"}, "is not an http(s) URL"},
 		{"unknown flag", []string{"-nope"}, "flag provided but not defined"},
 		{"argument", []string{"extra"}, "unexpected arguments"},
 	}

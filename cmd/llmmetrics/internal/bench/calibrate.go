@@ -28,6 +28,11 @@ type calibration struct {
 // Probe lengths, in characters: two prompts of the workload's filler text.
 const probeShort, probeLong = 400, 4000
 
+// probeTimeout bounds each calibration request other than the usage
+// probes (which -timeout bounds): a server that does not serve /tokenize
+// or /v1/models may hold the request instead of answering 404.
+const probeTimeout = 5 * time.Second
+
 // calibrate finds how the server counts prompt tokens: the fake server
 // counts ⌈characters/4⌉; a real one is asked with its /tokenize endpoint
 // (vLLM, llama.cpp) where it has one, then two probe requests' usage give
@@ -112,6 +117,8 @@ func (b *bench) tokenize(ctx context.Context, text string) int {
 
 // getJSON requests url (not measured) and decodes a 200 answer into v.
 func (b *bench) getJSON(ctx context.Context, method, url string, body []byte, v any) bool {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return false
@@ -136,7 +143,8 @@ func (b *bench) getJSON(ctx context.Context, method, url string, body []byte, v 
 // token, and returns the input tokens its usage reports (0: none).
 func (b *bench) probeUsage(ctx context.Context, text string) int {
 	var rec llmmetrics.Record
-	b.sendRequest(ctx, workload.Request{Messages: []workload.Message{{Role: "user", Content: text}}, OutputTokens: 1}, &rec, false)
+	r := workload.Request{Messages: []workload.Message{{Role: "user", Content: text}}, OutputTokens: 1}
+	b.send(ctx, workload.Body(b.o.wl.api, b.model, r, false), &rec, keepNothing)
 	if rec.Outcome != llmmetrics.OutcomeOK {
 		return 0
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -75,6 +76,9 @@ func writeCharts(dir string, r Results) ([]string, error) {
 	charts = append(charts, serverCharts(r)...)
 	var paths []string
 	for _, c := range charts {
+		if !c.hasPoints() {
+			continue // nothing to draw: no chart from nothing
+		}
 		p := filepath.Join(dir, c.file)
 		if err := drawChart(p, c, r); err != nil {
 			return paths, fmt.Errorf("chart %s: %w", c.file, err)
@@ -82,6 +86,37 @@ func writeCharts(dir string, r Results) ([]string, error) {
 		paths = append(paths, p)
 	}
 	return paths, nil
+}
+
+// hasPoints reports whether some series of c has a point.
+func (c chart) hasPoints() bool {
+	for _, s := range c.series {
+		if len(s.xys) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// logRange returns the range of a log axis over vs (values ≤ 0 and NaN
+// skipped): from the smallest to the largest with a margin, and a factor
+// of 2 either side of a single value (the chart library would widen a
+// one-value axis by ±1, down to 0, where a log scale is undefined). ok is
+// false when no value is > 0.
+func logRange(vs []float64) (lo, hi float64, ok bool) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, v := range vs {
+		if v > 0 && !math.IsInf(v, 0) {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+	}
+	if lo > hi {
+		return 0, 0, false
+	}
+	if hi/lo < 1.01 {
+		return lo / 2, hi * 2, true
+	}
+	return lo / 1.15, hi * 1.15, true
 }
 
 func drawChart(path string, c chart, r Results) error {
@@ -126,26 +161,43 @@ func drawChart(path string, c chart, r Results) error {
 			p.Add(bars)
 		}
 	}
+	// The axes' ranges are set here, never left to the chart library's
+	// widening (a log axis must stay above 0).
+	var ys, loads []float64
+	for _, s := range c.series {
+		for _, xy := range s.xys {
+			ys = append(ys, xy.Y)
+		}
+	}
 	if c.logY {
+		lo, hi, ok := logRange(append(ys, c.limit))
+		if !ok {
+			return fmt.Errorf("no value above 0 to draw on a log scale")
+		}
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.Y.Min, p.Y.Max = lo, hi
 	} else {
 		p.Y.Min = 0
 		p.Y.Max = 1.3 * top // headroom for the legend and the label
 		if c.yMax > 0 {
 			p.Y.Max = c.yMax
 		}
-	}
-	p.X.Scale = plot.LogScale{}
-	if p.X.Min == p.X.Max {
-		// One level: gonum would widen the axis by ±1, to 0 at load 1,
-		// which a log scale cannot show.
-		p.X.Min, p.X.Max = p.X.Min/2, p.X.Max*2
+		if !(p.Y.Max > 0) || math.IsInf(p.Y.Max, 0) {
+			p.Y.Max = max(1, c.yMax)
+		}
 	}
 	ticks := make(plot.ConstantTicks, 0, len(r.Levels))
 	for _, l := range r.Levels {
+		loads = append(loads, l.Load)
 		ticks = append(ticks, plot.Tick{Value: l.Load, Label: strconv.FormatFloat(l.Load, 'g', -1, 64)})
 	}
+	lo, hi, ok := logRange(loads)
+	if !ok {
+		return fmt.Errorf("no load above 0 to draw on a log scale")
+	}
+	p.X.Scale = plot.LogScale{}
+	p.X.Min, p.X.Max = lo, hi
 	p.X.Tick.Marker = ticks
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = true, true

@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -25,8 +29,25 @@ type Level struct {
 	Summary llmmetrics.Summary `json:"summary"`
 	// RepeatThroughput is each repeat's output throughput (tokens/s).
 	RepeatThroughput []float64 `json:"repeat_output_throughput"`
-	// MeetsSLO: SLO attainment reaches the target and every objective passes.
+	// MeetsSLO: SLO attainment reaches the target and every objective
+	// passes (saturation.LevelReport.MeetsSLO, the one definition).
 	MeetsSLO bool `json:"meets_slo"`
+	// Retries counts measured requests sent a second time because their
+	// first attempt failed on a reused connection before any byte of the
+	// answer (their Record is the second attempt's).
+	Retries int `json:"retries"`
+	// Failures counts the failed measured requests by error_type.
+	Failures map[string]int `json:"failures,omitempty"`
+	// FirstError is the first failed request's message.
+	FirstError string `json:"first_error,omitempty"`
+	// ClientInFlight is the mean number of measured requests in flight:
+	// their summed durations over the repeats' durations.
+	ClientInFlight float64 `json:"client_in_flight"`
+	// WaitingBeforeEngine is ClientInFlight minus the server's mean running
+	// and waiting requests, at least 0: requests that wait in front of the
+	// engine where its metrics cannot count them (absent: the server does
+	// not report running requests).
+	WaitingBeforeEngine *float64 `json:"waiting_before_engine,omitempty"`
 	// Server is what the model server's Prometheus endpoints reported
 	// during the level (absent: no endpoint, or nothing recognised).
 	Server *saturation.Server `json:"server,omitempty"`
@@ -72,6 +93,9 @@ func (b *bench) results() Results {
 		AttainmentTarget: saturation.DefaultAttainmentTarget, Levels: ls, Saturation: b.analysis()}
 	if r.Levels == nil {
 		r.Levels = []*Level{}
+	}
+	for _, l := range ls {
+		l.MeetsSLO = levelReport(r.Saturation, l.Load).MeetsSLO
 	}
 	r.Cost = costAt(b.o.hourlyCost, ls)
 	if b.wl != nil {
@@ -127,18 +151,29 @@ func unit(m Mode) string {
 	return "concurrent requests"
 }
 
-// writeTable prints one row per level, then the findings.
+// writeTable prints one row per level, then the findings. The retries
+// column is shown when some level retried a request.
 func writeTable(w io.Writer, r Results) {
+	retries := slices.ContainsFunc(r.Levels, func(l *Level) bool { return l.Retries > 0 })
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "load\truns\tRPS\tout tok/s\t±95%\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tITL p99\tE2EL p99\tgood tok/s\tattain\tfailed\tKV\twaiting\t")
-	fmt.Fprintln(tw, "\t\t\t\t\tms\tms\tms\tms\tms\tms\t\t\t\tmean\tmean\t")
+	head, units := "load\truns\tRPS\tout tok/s\t±95%\tTTFT p50\tTTFT p99\tTPOT p50\tTPOT p99\tITL p99\tE2EL p99\tgood tok/s\tattain\tfailed\t",
+		"\t\t\t\t\tms\tms\tms\tms\tms\tms\t\t\t\t"
+	if retries {
+		head, units = head+"retried\t", units+"\t"
+	}
+	fmt.Fprintln(tw, head+"KV\twaiting\t")
+	fmt.Fprintln(tw, units+"mean\tmean\t")
 	for _, l := range r.Levels {
 		s := l.Summary
-		fmt.Fprintf(tw, "%g\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f%%\t%d\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%g\t%d\t%.2f\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t%.0f%%\t%d\t",
 			l.Load, len(l.RepeatThroughput), s.RequestThroughput, s.OutputThroughput, halfWidth(l.RepeatThroughput),
 			ms(s.TTFT.Percentile(50)), ms(s.TTFT.Percentile(99)), ms(s.TPOT.Percentile(50)), ms(s.TPOT.Percentile(99)),
 			ms(s.ITL.Percentile(99)), ms(s.E2EL.Percentile(99)),
-			s.Goodput.TokensPerSecond, 100*s.Goodput.Attainment, s.Failed+s.Canceled,
+			s.Goodput.TokensPerSecond, 100*s.Goodput.Attainment, s.Failed+s.Canceled)
+		if retries {
+			fmt.Fprintf(tw, "%d\t", l.Retries)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\n",
 			serverCol(l.Server, func(v saturation.Server) *float64 { return v.KVCacheUsage }, "%.0f%%", 100),
 			serverCol(l.Server, func(v saturation.Server) *float64 { return v.RequestsWaiting }, "%.1f", 1))
 	}
@@ -178,6 +213,10 @@ func writeFindings(w io.Writer, r Results) {
 	} else {
 		fmt.Fprintln(w, "No saturation point found in these levels: add higher loads.")
 	}
+	for _, n := range sat.Notes {
+		fmt.Fprintf(w, "Note: %s.\n", n)
+	}
+	writeLevelFindings(w, r)
 	if best := bestGoodput(r.Levels); best != nil {
 		fmt.Fprintf(w, "Best goodput: %.0f good output tok/s (%.2f good req/s) at %g %s.\n",
 			best.Summary.Goodput.TokensPerSecond, best.Summary.Goodput.RequestsPerSecond, best.Load, u)
@@ -215,6 +254,48 @@ func writeFindings(w io.Writer, r Results) {
 	}
 }
 
+// failureList formats failures by error_type, most frequent first:
+// "12 eof, 3 timeout".
+func failureList(f map[string]int) string {
+	types := slices.Collect(maps.Keys(f))
+	slices.SortFunc(types, func(a, b string) int { return cmp.Or(cmp.Compare(f[b], f[a]), cmp.Compare(a, b)) })
+	parts := make([]string, len(types))
+	for i, t := range types {
+		parts[i] = fmt.Sprintf("%d %s", f[t], t)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeLevelFindings names, per level, why requests failed, which levels
+// are untrusted, and the requests waiting in front of the engine where the
+// saturation point's reasons do not already say so.
+func writeLevelFindings(w io.Writer, r Results) {
+	sat := r.Saturation
+	u := unit(r.Mode)
+	for _, l := range r.Levels {
+		rep := levelReport(sat, l.Load)
+		if len(l.Failures) > 0 {
+			trust := ""
+			if rep.Untrusted {
+				trust = fmt.Sprintf(", above the %.0f%% a trusted level allows", 100*saturation.DefaultMaxFailureRate)
+			}
+			fmt.Fprintf(w, "Failed at %g %s: %.1f%% of requests (%s)%s; first: %s.\n",
+				l.Load, u, 100*rep.FailureRate, failureList(l.Failures), trust, l.FirstError)
+		}
+		if l.Retries > 0 {
+			fmt.Fprintf(w, "Retried at %g %s: %d request(s) whose reused connection was closed before any answer, sent again on a fresh one.\n", l.Load, u, l.Retries)
+		}
+		if sat.Found && l.Load == sat.Load {
+			continue // its reasons are printed above
+		}
+		for _, reason := range rep.Reasons {
+			if reason.Signal == saturation.SignalQueueBeforeEngine {
+				fmt.Fprintf(w, "At %g %s: %s.\n", l.Load, u, reason.Message)
+			}
+		}
+	}
+}
+
 func objectivesText(objs []llmmetrics.Objective) string {
 	s := ""
 	for _, o := range objs {
@@ -236,8 +317,8 @@ func (b *bench) writeFiles(r Results) error {
 		return err
 	}
 	b.written = append(b.written, p)
-	if len(r.Levels) == 0 {
-		return nil
+	if !slices.ContainsFunc(r.Levels, func(l *Level) bool { return l.Summary.Completed > 0 }) {
+		return nil // no chart from nothing
 	}
 	charts, err := writeCharts(dir, r)
 	b.written = append(b.written, charts...)

@@ -3,286 +3,239 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"sync"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/workload"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// reqMeta is what a request asked for, kept beside its Record in
-// records.jsonl.
-type reqMeta struct {
-	askedIn, askedOut int
-	group             int // −1: none
-	session, turn     int
+// sent is what bench learned from sending one request, besides its Record.
+type sent struct {
+	// retried: the first attempt failed on a reused connection before any
+	// byte of its answer arrived, and the request was sent again on a
+	// fresh connection (the Record is the second attempt's).
+	retried bool
+	// msg says why the request failed, in a few words ("" when it did not).
+	msg string
+	// contentType and head are the answer's Content-Type and first bytes
+	// (head only when asked: the preflight shows them).
+	contentType string
+	head        []byte
+	// answer is the answer's text (only when asked: a session's next
+	// turn sends it back).
+	answer string
 }
 
-func metaOf(r workload.Request) reqMeta {
-	return reqMeta{askedIn: r.InputTokens, askedOut: r.OutputTokens, group: r.PrefixGroup, session: r.Session, turn: r.Turn}
-}
+// keep says what send keeps of an answer besides its Record.
+type keep uint8
 
-// repeatRun is one repeat's shared state: request slots (warm-up first),
-// their Records and what each asked for.
-type repeatRun struct {
-	b       *bench
-	warm    int
-	records []llmmetrics.Record
-	metas   []reqMeta
-	used    []bool       // the slot's request was sent
-	startMu sync.Mutex   // makes taking a session and its slots one step
-	slots   atomic.Int64 // next free slot
-	done    atomic.Int64 // measured requests ended
-	tokens  atomic.Int64 // their output tokens
-	errMu   sync.Mutex
-	err     error // the workload could not give a request
-}
+const (
+	keepNothing keep = iota
+	keepHead         // its first bytes (the preflight shows them)
+	keepAnswer       // its text (a session's next turn sends it)
+)
 
-// start takes the workload's next session and reserves a slot for each of
-// its turns (fewer when the repeat fills up), in one step: which sessions
-// a repeat sends, and so the request bodies, do not depend on timing.
-// ok is false when the repeat is full, the trace ended or the workload
-// failed.
-func (r *repeatRun) start() (s *workload.Session, first, count int, ok bool) {
-	r.startMu.Lock()
-	defer r.startMu.Unlock()
-	first = int(r.slots.Load())
-	if first >= len(r.records) {
-		return nil, 0, 0, false
+// maxAnswer bounds the answer kept for a session's next turn.
+const maxAnswer = 16 << 20
+
+// Limits of what a failure keeps: the excerpt of an error answer shown to
+// the user, and how much of an error answer is read to find its message.
+const (
+	maxErrorMessage = 300
+	maxErrorBody    = 64 << 10
+	maxHead         = 512
+)
+
+// send sends one streaming request of the -api and reads it to its end, within
+// -timeout; the Tracker's WithOnEnd hook stores its Record in *slot.
+//
+// A request whose first attempt fails on a reused connection before any
+// byte of the answer arrived is sent once more, on a fresh connection:
+// servers close keep-alive connections (idle or after N requests; some
+// right after a streamed answer), and the next request written on such a
+// connection meets EOF or a reset. That is the connection's fault, not the
+// server's answer to the request, so the second attempt's Record is the
+// request's, and the first attempt's time counts in no latency.
+//
+// A request cut by -timeout fails with error_type "timeout". The slot
+// always ends with a Record that has a start time, even when the transport
+// kept none (a redirect loop the client gave up on).
+func (b *bench) send(ctx context.Context, body []byte, slot *llmmetrics.Record, k keep) sent {
+	rctx, cancel := context.WithTimeout(ctx, b.o.timeout)
+	defer cancel()
+	began := time.Now()
+	s, retry, err := b.try(rctx, b.hc, body, slot, k)
+	if retry && rctx.Err() == nil {
+		*slot = llmmetrics.Record{}
+		s, _, err = b.try(rctx, b.fresh, body, slot, k)
+		s.retried = true
 	}
-	if s = r.nextSession(); s == nil {
-		return nil, 0, 0, false
-	}
-	count = min(s.Len(), len(r.records)-first)
-	r.slots.Add(int64(count))
-	return s, first, count, true
-}
-
-func (r *repeatRun) fail(err error) {
-	r.errMu.Lock()
-	if r.err == nil {
-		r.err = err
-	}
-	r.errMu.Unlock()
-}
-
-// nextSession returns the workload's next session (nil when there is
-// none: the trace ended, or an error was recorded).
-func (r *repeatRun) nextSession() *workload.Session {
-	s, err := r.b.wl.Next()
-	if err != nil {
-		if !errors.Is(err, io.EOF) {
-			r.fail(err)
+	if slot.Start.IsZero() {
+		et := "_OTHER"
+		if err != nil && strings.Contains(err.Error(), "redirect") {
+			et = "redirect"
 		}
-		return nil
+		*slot = llmmetrics.Record{Start: began, End: time.Now(), Outcome: llmmetrics.OutcomeError, ErrorType: et}
+		if s.msg == "" {
+			s.msg = "the request ended with no answer"
+		}
+	}
+	if ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) && slot.Outcome != llmmetrics.OutcomeOK {
+		// The run goes on: the server did not answer in time, a failure
+		// (the Tracker calls a passed deadline a cancel, as for a caller
+		// that gave up).
+		slot.Outcome, slot.ErrorType = llmmetrics.OutcomeError, "timeout"
+		s.msg = fmt.Sprintf("not done within -timeout %v", b.o.timeout)
 	}
 	return s
 }
 
-// send sends req in slot i and returns the answer's text when keep.
-func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, keep bool) string {
-	r.metas[i], r.used[i] = metaOf(req), true
-	text := r.b.sendRequest(ctx, req, &r.records[i], keep)
-	if i >= r.warm {
-		r.tokens.Add(int64(r.records[i].OutputTokens))
-		r.done.Add(1)
-	}
-	return text
-}
-
-// session sends s's first count turns in the slots from first, waiting
-// the think time between an answer and the next turn.
-func (r *repeatRun) session(ctx context.Context, s *workload.Session, first, count int) {
-	multi := s.Len() > 1
-	for turn := 0; turn < count && ctx.Err() == nil; turn++ {
-		if turn > 0 && !sleep(ctx, s.ThinkTime()) {
-			return
-		}
-		req, ok := s.Next()
-		if !ok {
-			return // a failed turn ended the session
-		}
-		text := r.send(ctx, first+turn, req, multi)
-		if multi {
-			s.Answer(text)
-		}
-	}
-}
-
-// sleep waits d or until ctx ends; false if ctx ended.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// runRepeat runs one repeat of a level: the warm-up requests, then the
-// measured ones, and returns the measured Records (warm-up excluded) and
-// what each asked for. Requests are built from the workload as they are
-// sent.
-func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) ([]llmmetrics.Record, []reqMeta, error) {
-	warm, n := b.warmups(load), b.requests(load)
-	r := &repeatRun{b: b, warm: warm, records: make([]llmmetrics.Record, warm+n), metas: make([]reqMeta, warm+n), used: make([]bool, warm+n)}
-	stop := b.prog.live1(b.o.mode, load, repeat, n, &r.done, &r.tokens)
-	defer stop()
-	var wg sync.WaitGroup
-	switch b.o.mode {
-	case ModeReplay:
-		b.replay(ctx, r, &wg)
-	case ModeRate:
-		rng := rand.New(rand.NewPCG(b.o.seed, uint64(load*1000)<<8|uint64(repeat)))
-		gaps := distuv.Gamma{Alpha: b.o.burstiness, Beta: b.o.burstiness * load, Src: rng}
-		next := time.Now()
-		for k := 0; ; k++ {
-			if k > 0 {
-				next = next.Add(time.Duration(gaps.Rand() * float64(time.Second)))
-			}
-			if !sleep(ctx, time.Until(next)) {
-				break
-			}
-			s, first, count, ok := r.start()
-			if !ok {
-				break
-			}
-			wg.Go(func() { r.session(ctx, s, first, count) })
-		}
-	default:
-		for range int(load) {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					s, first, count, ok := r.start()
-					if !ok {
-						return
-					}
-					r.session(ctx, s, first, count)
-				}
-			})
-		}
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, nil, err
-	}
-	if r.err != nil {
-		return nil, nil, r.err
-	}
-	// Keep the slots whose request was sent: a trace may end first, a
-	// failed turn ends its session before its reserved slots.
-	var recs []llmmetrics.Record
-	var metas []reqMeta
-	for i := warm; i < len(r.records); i++ {
-		if r.used[i] {
-			recs, metas = append(recs, r.records[i]), append(metas, r.metas[i])
-		}
-	}
-	return recs, metas, nil
-}
-
-// replay sends the trace's requests open-loop: each built, then sent at
-// the run's start plus its arrival time.
-func (b *bench) replay(ctx context.Context, r *repeatRun, wg *sync.WaitGroup) {
-	start := time.Now()
-	for ctx.Err() == nil {
-		s, i, _, ok := r.start()
-		if !ok {
-			return
-		}
-		req, _ := s.Next()
-		if !sleep(ctx, time.Until(start.Add(req.Arrival))) {
-			return
-		}
-		wg.Go(func() { r.send(ctx, i, req, false) })
-	}
-}
-
-// sendRequest sends req as a streaming request of the -api and reads the
-// answer to its end (returning its text when keep); the Tracker's
-// WithOnEnd hook stores its Record in *slot. A request that could not
-// even be built is recorded as an error at once.
-func (b *bench) sendRequest(ctx context.Context, wr workload.Request, slot *llmmetrics.Record, keep bool) string {
-	body := workload.Body(b.o.wl.api, b.model, wr, b.o.wl.ignoreEOS)
+// try makes one attempt through hc. retry reports that it failed on a
+// reused connection before any byte of the answer arrived.
+func (b *bench) try(ctx context.Context, hc *http.Client, body []byte, slot *llmmetrics.Record, k keep) (s sent, retry bool, err error) {
+	var reused, answered atomic.Bool
 	ctx = context.WithValue(ctx, slotKey{}, slot)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
+		GotFirstResponseByte: func() { answered.Store(true) },
+	})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url, bytes.NewReader(body))
-	if err != nil {
+	if err != nil { // the URL passed the flags' check: not expected
 		now := time.Now()
-		*slot = llmmetrics.Record{Start: now, End: now, Outcome: llmmetrics.OutcomeError}
-		return ""
+		*slot = llmmetrics.Record{Start: now, End: now, Outcome: llmmetrics.OutcomeError, ErrorType: "_OTHER"}
+		return sent{msg: err.Error()}, false, err
 	}
 	b.setHeaders(req)
-	resp, err := b.hc.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
-		return "" // the transport ended the request with the error
+		return sent{msg: shortError(err)}, reused.Load() && !answered.Load(), err
 	}
 	defer resp.Body.Close()
-	if !keep || resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		return ""
+	s.contentType = resp.Header.Get("Content-Type")
+	if resp.StatusCode >= 400 {
+		errBody, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		s.msg = httpError(resp.StatusCode, errBody)
+		return s, false, nil
 	}
-	text, err := workload.AnswerText(b.o.wl.api, resp.Body)
-	if err != nil {
-		return ""
+	head := prefixWriter{max: 0}
+	switch k {
+	case keepHead:
+		head.max = maxHead
+	case keepAnswer:
+		head.max = maxAnswer
 	}
-	return text
+	if _, err = io.Copy(&head, resp.Body); err != nil {
+		s.msg = shortError(err)
+	}
+	s.head = head.b
+	if k == keepAnswer && err == nil {
+		s.answer, _ = workload.AnswerText(b.o.wl.api, bytes.NewReader(head.b))
+		s.head = nil
+	}
+	return s, false, err
 }
 
-// setHeaders sets the content type and the API key in the header each API
-// reads it from.
-func (b *bench) setHeaders(req *http.Request) {
-	req.Header.Set("Content-Type", "application/json")
-	if b.o.wl.api == "ollama" {
-		req.Header.Set("Accept", "application/x-ndjson")
-	} else {
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	if b.o.wl.api == "anthropic" {
-		req.Header.Set("anthropic-version", "2023-06-01")
-	}
-	if b.apiKey == "" {
-		return
-	}
-	switch b.o.wl.api {
-	case "anthropic":
-		req.Header.Set("x-api-key", b.apiKey)
-	case "gemini":
-		req.Header.Set("x-goog-api-key", b.apiKey)
-	default:
-		req.Header.Set("Authorization", "Bearer "+b.apiKey)
-	}
+// prefixWriter keeps the first max bytes written to it and discards the rest.
+type prefixWriter struct {
+	b   []byte
+	max int
 }
 
-// apiURL returns the endpoint of the -api on the base URL: the fake
-// server's root gets each API's version prefix.
-func apiURL(base, api, model string, fake bool) string {
-	base = trimSlash(base)
-	if fake {
-		switch api {
-		case "gemini":
-			base += "/v1beta"
-		case "ollama":
-		default:
-			base += "/v1"
+func (w *prefixWriter) Write(p []byte) (int, error) {
+	if room := w.max - len(w.b); room > 0 {
+		w.b = append(w.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// shortError is err without the "Post URL:" that http.Client adds, cut
+// to maxErrorMessage.
+func shortError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		err = ue.Err
+	}
+	return excerpt([]byte(err.Error()))
+}
+
+// httpError is "HTTP 404: <the server's message>": the message field of
+// an OpenAI-style error object ({"error": {"message": …}}), of a vLLM
+// error ({"message": …}) or an Ollama one ({"error": "…"}), else the
+// start of the body.
+func httpError(code int, body []byte) string {
+	msg := providerMessage(body)
+	if msg == "" {
+		msg = excerpt(stripTags(body))
+	}
+	if msg == "" {
+		return fmt.Sprintf("HTTP %d %s", code, http.StatusText(code))
+	}
+	return fmt.Sprintf("HTTP %d: %s", code, msg)
+}
+
+func providerMessage(body []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	var inner struct {
+		Message string `json:"message"`
+	}
+	var s string
+	switch {
+	case json.Unmarshal(v.Error, &inner) == nil && inner.Message != "":
+		return excerpt([]byte(inner.Message))
+	case json.Unmarshal(v.Error, &s) == nil && s != "":
+		return excerpt([]byte(s))
+	}
+	return excerpt([]byte(v.Message))
+}
+
+// excerpt returns b as one line of valid UTF-8, runs of white space as one
+// space, cut to maxErrorMessage bytes with "…".
+func excerpt(b []byte) string {
+	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "\uFFFD")), " ")
+	if len(s) <= maxErrorMessage {
+		return s
+	}
+	cut := maxErrorMessage
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// stripTags returns an HTML body's text (what lies outside <…>), and any
+// other body unchanged: a web server's error page, shown in one line.
+func stripTags(body []byte) []byte {
+	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("<")) {
+		return body
+	}
+	var out []byte
+	in := false
+	for _, c := range body {
+		switch {
+		case c == '<':
+			in = true
+			out = append(out, ' ')
+		case c == '>':
+			in = false
+		case !in:
+			out = append(out, c)
 		}
 	}
-	return base + workload.Path(api, model)
-}
-
-func trimSlash(s string) string {
-	for len(s) > 0 && s[len(s)-1] == '/' {
-		s = s[:len(s)-1]
-	}
-	return s
+	return out
 }

@@ -2,11 +2,13 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -37,6 +39,7 @@ type bench struct {
 	o       options
 	e       env
 	hc      *http.Client // measures through llmmetrics.NewTransport
+	fresh   *http.Client // the same, on a new connection per request: for a retry
 	url     string       // the chat completions endpoint
 	model   string
 	apiKey  string
@@ -75,7 +78,8 @@ func newBench(o options, e env) (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	var base http.RoundTripper = newHTTPTransport()
+	var base, freshBase http.RoundTripper = newHTTPTransport(), newHTTPTransport()
+	freshBase.(*http.Transport).DisableKeepAlives = true
 	b.target = o.url
 	b.url = apiURL(o.url, o.wl.api, o.model, false)
 	if o.url == "" {
@@ -96,6 +100,7 @@ func newBench(o options, e env) (*bench, error) {
 		b.target = "llmmetricstest fake server"
 		if e.inMemory {
 			base = b.fake.Client().Transport // only its own transport reaches it
+			freshBase = base
 		}
 		if b.model == "" {
 			b.model = b.fake.Config().Model
@@ -103,21 +108,50 @@ func newBench(o options, e env) (*bench, error) {
 		b.url = apiURL(b.fake.URL, o.wl.api, b.model, true)
 	}
 	if e.wrap != nil {
-		base = e.wrap(base)
+		base, freshBase = e.wrap(base), e.wrap(freshBase)
 	}
 	b.hc = &http.Client{Transport: llmmetrics.NewTransport(tracker, base)}
+	b.fresh = &http.Client{Transport: llmmetrics.NewTransport(tracker, freshBase)}
 	b.newWatcher()
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		b.close()
-		return nil, err
-	}
-	path := o.out + string(os.PathSeparator) + "records.jsonl"
-	if b.records, err = os.Create(path); err != nil {
-		b.close()
-		return nil, err
-	}
-	b.written = append(b.written, path)
 	return b, nil
+}
+
+// checkOut makes the -out directory and checks that a file can be written
+// in it, before any request is sent (a bad -out is a usage error).
+func checkOut(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return usagef("-out: %v", err)
+	}
+	f, err := os.CreateTemp(dir, ".llmmetrics-check-*")
+	if err != nil {
+		return usagef("-out: %v", err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// openRecords creates records.jsonl (after the preflight: a run that
+// cannot start leaves the previous run's files alone).
+func (b *bench) openRecords() error {
+	path := filepath.Join(b.o.out, "records.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	b.records = f
+	b.written = append(b.written, path)
+	return nil
+}
+
+// closeRecords closes records.jsonl, reporting a failed final write.
+func (b *bench) closeRecords() error {
+	if b.records == nil {
+		return nil
+	}
+	f := b.records
+	b.records = nil
+	return f.Close()
 }
 
 // newWatcher watches -server-metrics, or the fake server's own /metrics
@@ -149,14 +183,15 @@ func (b *bench) flushWarnings() {
 	}
 }
 
+// close releases what the run holds; the error of records.jsonl was
+// reported by closeRecords on the run's own path.
 func (b *bench) close() {
-	if b.records != nil {
-		b.records.Close()
-	}
+	_ = b.closeRecords()
 	if b.fake != nil {
 		b.fake.Close()
 	}
 	b.hc.CloseIdleConnections()
+	b.fresh.CloseIdleConnections()
 }
 
 // run measures the levels (a sweep, or the search) and analyzes them. On
@@ -195,15 +230,27 @@ func (b *bench) run(ctx context.Context) (Results, error) {
 // searchStep measures load for the search: whether it meets the SLO and
 // objectives, and whether the sweep is past the saturation point.
 func (b *bench) searchStep(ctx context.Context, load float64) (pass, past bool, err error) {
-	l, err := b.measure(ctx, load)
-	if err != nil {
+	if _, err := b.measure(ctx, load); err != nil {
 		return false, false, err
 	}
-	return l.MeetsSLO, pastTheKnee(b.analysis()), nil
+	sat := b.analysis()
+	return levelReport(sat, load).MeetsSLO, pastTheKnee(sat), nil
+}
+
+// levelReport returns the verdict on load (the zero LevelReport when load
+// was not measured).
+func levelReport(sat saturation.Result, load float64) saturation.LevelReport {
+	for _, r := range sat.Levels {
+		if r.Load == load {
+			return r
+		}
+	}
+	return saturation.LevelReport{}
 }
 
 // measure runs a level: its repeats until the throughput is known (see
-// minRepeats) or -repeats times.
+// enoughRepeats) or -repeats times. A level whose repeat completes no
+// request ends the run with an error that says why they failed.
 func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 	l := &Level{Load: load}
 	if b.watcher != nil {
@@ -215,69 +262,132 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 			if srv != (saturation.Server{}) {
 				l.Server = &srv
 			}
+			l.WaitingBeforeEngine = waitingBeforeEngine(l.ClientInFlight, l.Server)
 			b.flushWarnings()
 		}()
 	}
 	var all []llmmetrics.Record
+	var msgs []string
 	var total time.Duration
 	for r := 0; ; r++ {
-		recs, metas, err := b.runRepeat(ctx, load, r)
+		rep, err := b.runRepeat(ctx, load, r)
 		if err != nil {
 			if len(l.RepeatThroughput) > 0 { // keep the finished repeats
-				b.finishLevel(l, all, total)
+				b.finishLevel(l, all, msgs, total)
 			}
 			return l, err
 		}
-		if err := b.writeRecords(load, r, recs, metas); err != nil {
+		if err := b.writeRecords(load, r, rep); err != nil {
 			return l, err
 		}
-		if err := b.noteLengths(l, recs, metas); err != nil {
-			return l, err
-		}
-		s := llmmetrics.Summarize(recs, llmmetrics.SummaryOptions{SLO: b.o.slo})
-		all = append(all, recs...)
+		b.noteLengths(l, rep.records, rep.metas)
+		s := llmmetrics.Summarize(rep.records, llmmetrics.SummaryOptions{SLO: b.o.slo})
+		all, msgs = append(all, rep.records...), append(msgs, rep.msgs...)
 		total += s.Duration
+		l.Retries += rep.retries
 		l.RepeatThroughput = append(l.RepeatThroughput, s.OutputThroughput)
 		l.repeats = append(l.repeats, s)
-		n := len(l.RepeatThroughput)
-		if b.o.repeats > 0 {
-			if n >= b.o.repeats {
-				break
-			}
-			continue
+		if s.Requests > 0 && s.Completed == 0 {
+			b.finishLevel(l, all, msgs, total)
+			b.prog.levelDone(b.o.mode, l)
+			return l, allFailed(b.o.mode, l)
 		}
-		if n >= maxRepeats || (n >= minRepeats && !needsRepeat(l.RepeatThroughput, relPrecision)) {
+		if b.enoughRepeats(l) {
 			break
 		}
 	}
-	b.finishLevel(l, all, total)
+	b.finishLevel(l, all, msgs, total)
 	b.prog.levelDone(b.o.mode, l)
 	return l, nil
 }
 
+// enoughRepeats applies the repeat rule: -repeats N exactly; else at least
+// minRepeats, until the throughput's interval is within relPrecision, at
+// most maxRepeats — or up to maxRepeatsFailing while the level has failed
+// requests and the knee at its load is undecided (failures make repeats
+// noisy; more of them decide the interval).
+func (b *bench) enoughRepeats(l *Level) bool {
+	n := len(l.RepeatThroughput)
+	switch {
+	case b.o.repeats > 0:
+		return n >= b.o.repeats
+	case n < minRepeats:
+		return false
+	case !needsRepeat(l.RepeatThroughput, relPrecision):
+		return true
+	case n < maxRepeats:
+		return false
+	}
+	return n >= maxRepeatsFailing || !b.failuresKeepUndecided(l)
+}
+
+// failuresKeepUndecided reports whether l (not yet added) has failed
+// requests and the knee at its load is undecided with its repeats so far.
+func (b *bench) failuresKeepUndecided(l *Level) bool {
+	failed := 0
+	for _, s := range l.repeats {
+		failed += s.Failed
+	}
+	if failed == 0 {
+		return false
+	}
+	in := b.satLevels()
+	in = append(in, saturation.Level{Load: l.Load, Summary: l.repeats[0], Repeats: l.repeats})
+	sat, _ := saturation.Find(in, saturation.Options{Objectives: b.o.objectives})
+	for _, r := range levelReport(sat, l.Load).Reasons {
+		if r.Signal == saturation.SignalKnee && r.Undecided {
+			return true
+		}
+	}
+	return false
+}
+
+// allFailed is the error that ends a run at a level where no request of a
+// repeat completed: the failures by type and the first one's message.
+func allFailed(m Mode, l *Level) error {
+	return fmt.Errorf("every request failed at %s %g (%s): %s", m, l.Load, failureList(l.Failures), l.FirstError)
+}
+
 // finishLevel pools the repeats' records into the level's Summary (rates
-// over the sum of the repeats' durations) and adds the level.
-func (b *bench) finishLevel(l *Level, all []llmmetrics.Record, total time.Duration) {
+// over the sum of the repeats' durations), counts its failures by
+// error_type, and adds the level.
+func (b *bench) finishLevel(l *Level, all []llmmetrics.Record, msgs []string, total time.Duration) {
 	l.Summary = llmmetrics.Summarize(all, llmmetrics.SummaryOptions{SLO: b.o.slo, Duration: total})
-	l.MeetsSLO = meetsSLO(l.Summary, b.o.slo, b.o.objectives)
+	var busy time.Duration
+	for i, r := range all {
+		busy += r.End.Sub(r.Start)
+		if r.Outcome == llmmetrics.OutcomeOK {
+			continue
+		}
+		if l.Failures == nil {
+			l.Failures = map[string]int{}
+		}
+		l.Failures[cmp.Or(r.ErrorType, "unknown")]++
+		if l.FirstError == "" {
+			l.FirstError = cmp.Or(msgs[i], r.ErrorType)
+		}
+	}
+	if total > 0 {
+		// Little's law: the mean number of requests in flight is the time
+		// they spent in flight over the time the repeats took.
+		l.ClientInFlight = busy.Seconds() / total.Seconds()
+	}
 	b.levels = append(b.levels, l)
 }
 
-// meetsSLO reports whether s reaches the attainment target (when an SLO is
-// set) and passes every objective.
-func meetsSLO(s llmmetrics.Summary, slo llmmetrics.SLO, objectives []llmmetrics.Objective) bool {
-	if s.Requests == 0 {
-		return false
+// waitingBeforeEngine is the client's mean in-flight requests minus the
+// server's mean running and waiting ones (nil: the server does not report
+// running requests), at least 0.
+func waitingBeforeEngine(inFlight float64, srv *saturation.Server) *float64 {
+	if srv == nil || srv.RequestsRunning == nil || inFlight <= 0 {
+		return nil
 	}
-	if !slo.IsZero() && s.Goodput.Attainment < saturation.DefaultAttainmentTarget {
-		return false
+	w := inFlight - *srv.RequestsRunning
+	if srv.RequestsWaiting != nil {
+		w -= *srv.RequestsWaiting
 	}
-	for _, o := range objectives {
-		if r, err := o.Check(s); err != nil || !r.Pass {
-			return false
-		}
-	}
-	return true
+	w = max(w, 0)
+	return &w
 }
 
 // requests returns how many requests a repeat of load measures.
@@ -311,6 +421,14 @@ func (b *bench) warmups(load float64) int {
 	return int(load) // one per client: the wave that starts together
 }
 
+// repeatResult is what one repeat measured.
+type repeatResult struct {
+	records []llmmetrics.Record // the measured requests (warm-up excluded), in the order sent
+	msgs    []string            // why each failed ("" for an OK one)
+	retries int                 // measured requests sent twice (see send)
+	metas   []reqMeta           // what each asked for
+}
+
 // recordLine is one line of records.jsonl (docs/command.md).
 type recordLine struct {
 	Mode   Mode    `json:"mode"`
@@ -323,15 +441,18 @@ type recordLine struct {
 	Session           int               `json:"session"`
 	Turn              int               `json:"turn"`
 	Record            llmmetrics.Record `json:"record"`
+	// Error says why a failed request failed, in a few words (the
+	// record's error_type is its short, stable name).
+	Error string `json:"error,omitempty"`
 }
 
 // writeRecords appends a repeat's records to records.jsonl.
-func (b *bench) writeRecords(load float64, repeat int, recs []llmmetrics.Record, metas []reqMeta) error {
+func (b *bench) writeRecords(load float64, repeat int, rep repeatResult) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
-	for i, r := range recs {
-		m := metas[i]
-		line := recordLine{Mode: b.o.mode, Load: load, Repeat: repeat, Record: r, AskedInputTokens: m.askedIn,
+	for i, r := range rep.records {
+		m := rep.metas[i]
+		line := recordLine{Mode: b.o.mode, Load: load, Repeat: repeat, Record: r, Error: rep.msgs[i], AskedInputTokens: m.askedIn,
 			AskedOutputTokens: m.askedOut, Session: m.session, Turn: m.turn}
 		if m.group >= 0 {
 			line.PrefixGroup = &m.group

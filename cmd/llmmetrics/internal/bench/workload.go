@@ -71,6 +71,12 @@ func (f *workloadFlags) validate(fs *flag.FlagSet, o *options) error {
 	if f.ignoreEOS && !workload.HasIgnoreEOS(f.api) {
 		return usagef("-ignore-eos: the %s API has no ignore-EOS setting (chat and completions have)", f.api)
 	}
+	if f.promptWords < 0 || f.maxTokens < 0 {
+		return usagef("-prompt-words and -max-tokens must be ≥ 1")
+	}
+	if f.promptWords > workload.MaxLength {
+		return usagef("-prompt-words must be ≤ %d", workload.MaxLength)
+	}
 	if f.promptWords != 0 {
 		if f.set["input-tokens"] {
 			return usagef("give -input-tokens or -prompt-words, not both")
@@ -181,9 +187,28 @@ func (b *bench) workloadResults() *Workload {
 // isBadInput reports whether err is the user's (exit 2).
 func isBadInput(err error) bool { return errors.Is(err, workload.ErrBadInput) }
 
+// checkWorkload checks the workload's flags and files before any request
+// is sent: with the fake server it opens the workload; with a real one,
+// whose context and token counting are not known yet, it reads the files
+// through once.
+func (b *bench) checkWorkload(ctx context.Context) error {
+	if b.fake != nil {
+		return b.openWorkload(ctx)
+	}
+	wl, err := workload.Open(b.o.wl.config(b.o.seed))
+	if err != nil {
+		return err
+	}
+	wl.Close()
+	return nil
+}
+
 // openWorkload opens the run's workload once the server is known: its
 // context length bounds the lengths, its token counting sizes the prompts.
 func (b *bench) openWorkload(ctx context.Context) error {
+	if b.wl != nil {
+		return nil
+	}
 	cfg := b.o.wl.config(b.o.seed)
 	cal := b.calibrate(ctx)
 	cfg.Text, cfg.Overhead, cfg.Context = cal.text, cal.overhead, cal.context

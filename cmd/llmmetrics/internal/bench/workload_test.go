@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// sent is one request as the server received it, and the answer it sent.
-type sent struct {
+// received is one request as the server received it, and the answer it received.
+type received struct {
 	at, answered time.Time
 	path         string
 	body         []byte
@@ -33,11 +33,11 @@ type sent struct {
 type recorder struct {
 	base http.RoundTripper
 	mu   sync.Mutex
-	reqs []*sent
+	reqs []*received
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	s := &sent{at: time.Now(), path: req.URL.RequestURI()}
+	s := &received{at: time.Now(), path: req.URL.RequestURI()}
 	s.body, _ = io.ReadAll(req.Body)
 	req.Body = io.NopCloser(bytes.NewReader(s.body))
 	r.mu.Lock()
@@ -55,7 +55,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // runWorkload runs bench with args in a bubble against the in-memory fake
 // server and returns what it received, the exit code, stderr and the server.
-func runWorkload(t *testing.T, dir string, args ...string) ([]*sent, int, string, *llmmetricstest.Server) {
+func runWorkload(t *testing.T, dir string, args ...string) ([]*received, int, string, *llmmetricstest.Server) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	var srv *llmmetricstest.Server
@@ -63,7 +63,11 @@ func runWorkload(t *testing.T, dir string, args ...string) ([]*sent, int, string
 	e := testEnv(&stdout, &stderr, &srv)
 	e.wrap = func(base http.RoundTripper) http.RoundTripper { rec.base = base; return rec }
 	code := run(context.Background(), append([]string{"-speedup", "20", "-repeats", "1", "-warmup", "0", "-out", dir}, args...), e)
-	return rec.reqs, code, stderr.String(), srv
+	reqs := rec.reqs
+	if len(reqs) > 0 {
+		reqs = reqs[1:] // the preflight's
+	}
+	return reqs, code, stderr.String(), srv
 }
 
 // TestWorkloadEveryAPI: each API's requests reach its path in its own
@@ -110,7 +114,7 @@ func TestWorkloadEveryAPI(t *testing.T) {
 					assert.Nil(t, l.PrefixGroup)
 					asked += l.AskedInputTokens
 				}
-				assert.Equal(t, asked, srv.Stats().PromptTokens)
+				assert.Equal(t, asked+16, srv.Stats().PromptTokens, "the requests' and the preflight's 16")
 				res := readResults(t, dir)
 				require.NotNil(t, res.Workload)
 				assert.Equal(t, tc.api, res.Workload.API)
@@ -280,8 +284,8 @@ func TestWorkloadReplay(t *testing.T) {
 	}
 }
 
-// TestWorkloadDataset: a dataset's prompts are sent as written; the
-// results name the file and its hash, and the entries that cannot be sent.
+// TestWorkloadDataset: a dataset's prompts are received as written; the
+// results name the file and its hash, and the entries that cannot be received.
 func TestWorkloadDataset(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
@@ -331,7 +335,7 @@ func TestWorkloadSameSeedSameBodies(t *testing.T) {
 }
 
 // TestWorkloadSameSessionsConcurrently: with concurrent sessions the same
-// sessions are sent whatever the timing (their first turns' bodies, as a
+// sessions are received whatever the timing (their first turns' bodies, as a
 // set; later turns carry answers, which depend on the server's order).
 func TestWorkloadSameSessionsConcurrently(t *testing.T) {
 	firstTurns := func(speedup string) []string {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
-	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/jsonscan"
 )
 
 // The fast path of the aiperf decoder: the library's zero-allocation JSON
@@ -77,7 +77,7 @@ func aiMetrics(j *jsonscan.Scanner, i int, f *aiFacts) (int, bool) {
 	return j.Members(i, 1, func(k []byte, i int) (int, bool) {
 		var m *aiMetric
 		switch string(k) {
-		case "time_to_first_token":
+		case "time_to_first_token", "ttft": // "ttft" before 2025-10-10
 			m = &f.ttft
 		case "request_latency":
 			m = &f.lat
@@ -196,8 +196,9 @@ func aiCount(line []byte, m aiMetric) (int, bool) {
 		return 0, true
 	}
 	v, ok := aiNumber(line, m.val)
-	if !ok || !(v >= 0) || v > 1<<31 {
+	if !ok {
 		return 0, false
 	}
-	return int(v), true
+	n, err := countOf(v)
+	return n, err == nil
 }

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/jsonscan"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -66,7 +66,7 @@ func TestAIPerfBadInput(t *testing.T) {
 			`:1: time_to_first_token: unknown time unit "fortnights"`},
 		{"latency past the end", `{"metadata":{"request_start_ns":1,"request_end_ns":2},"metrics":{"time_to_first_token":{"value":1,"unit":"ns"},"request_latency":{"value":5,"unit":"ns"}},"error":null}`,
 			":1: record times out of order: end -4ns before the last token"},
-		{"no metadata", `{"metadata":{"session_num":1},"metrics":{},"error":null,"request_start_ns":1}`, ":1: malformed line: no metadata"},
+		{"no metadata", `{"metadata":{"session_num":1},"metrics":{},"error":null,"request_start_ns":1}`, ":1: a record without metadata.request_start_ns"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := writeFile(t, dir, tc.name+".jsonl", tc.text+"\n")
@@ -94,7 +94,7 @@ func TestAIPerfFastPathAgrees(t *testing.T) {
 			}
 			fast++
 			require.NoError(t, json.Unmarshal([]byte(line), &l))
-			want, err := aiperfRecord(&l, &fileRun{run: &run{}, src: &source{name: name}})
+			want, _, err := aiperfRecord(&l, &fileRun{run: &run{}, src: &source{name: name}})
 			require.NoError(t, err)
 			assert.Equal(t, want, rec, "%s line %d", name, i+1)
 		}

@@ -58,8 +58,8 @@ type openAIEvent struct {
 		} `json:"message"`
 	} `json:"choices"`
 	Usage *struct {
-		PromptTokens     *int `json:"prompt_tokens"`
-		CompletionTokens *int `json:"completion_tokens"`
+		PromptTokens     *float64 `json:"prompt_tokens"`
+		CompletionTokens *float64 `json:"completion_tokens"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
@@ -108,7 +108,7 @@ func parseOutput(out map[string]json.RawMessage) (gpChunk, error) {
 			return c, fmt.Errorf("response %.40q is not JSON: %v", part, err)
 		}
 		if len(ev.Error) > 0 && string(ev.Error) != "null" {
-			c.err = string(ev.Error)
+			c.err = openAIErrorType(ev.Error)
 		}
 		for _, ch := range ev.Choices {
 			c.content = c.content || nonEmpty(ch.Text)
@@ -120,24 +120,61 @@ func parseOutput(out map[string]json.RawMessage) (gpChunk, error) {
 			}
 		}
 		if u := ev.Usage; u != nil {
-			if u.PromptTokens != nil {
-				c.prompt = *u.PromptTokens
-			}
-			if u.CompletionTokens != nil {
-				c.complete = *u.CompletionTokens
+			if err := usageCounts(&c, u.PromptTokens, u.CompletionTokens); err != nil {
+				return c, err
 			}
 		}
 	}
 	return c, nil
 }
 
+// usageCounts sets c's token counts from a usage object's.
+func usageCounts(c *gpChunk, prompt, completion *float64) error {
+	for _, u := range []struct {
+		dst  *int
+		x    *float64
+		name string
+	}{{&c.prompt, prompt, "prompt_tokens"}, {&c.complete, completion, "completion_tokens"}} {
+		if u.x == nil {
+			continue
+		}
+		n, err := countOf(*u.x)
+		if err != nil {
+			return fmt.Errorf("usage.%s: %v", u.name, err)
+		}
+		*u.dst = n
+	}
+	return nil
+}
+
+// openAIErrorType returns the error_type of an OpenAI-compatible error
+// event: its "type" (e.g. "overloaded_error"), else its "code", else
+// "_OTHER".
+func openAIErrorType(raw json.RawMessage) string {
+	var e struct {
+		Type string          `json:"type"`
+		Code json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(raw, &e) == nil {
+		if e.Type != "" && len(e.Type) <= 64 {
+			return e.Type
+		}
+		if c := strings.Trim(string(e.Code), `"`); c != "" && c != "null" && len(c) <= 64 {
+			return c
+		}
+	}
+	return "_OTHER"
+}
+
 func decodeGenAIPerf(fr *fileRun) error {
 	d := newJdec(fr.src)
 	experiments, noContent, counted, noInput := 0, 0, 0, 0
+	found := false
 	err := d.object("genai-perf profile export", func(key string) error {
 		if key != "experiments" {
 			return d.skip()
 		}
+		found = true
 		return d.array(key, func(int) error {
 			experiments++
 			return d.object("experiment", func(key string) error {
@@ -145,9 +182,8 @@ func decodeGenAIPerf(fr *fileRun) error {
 					return d.skip()
 				}
 				return d.array(key, func(i int) error {
-					off := d.InputOffset()
 					where := func(format string, args ...any) error {
-						return fr.src.errorAt(off, "request %d: "+format, append([]any{i}, args...)...)
+						return d.errorf("request %d: "+format, append([]any{i}, args...)...)
 					}
 					var q gpRequest
 					if err := d.value("request", &q); err != nil {
@@ -173,6 +209,9 @@ func decodeGenAIPerf(fr *fileRun) error {
 	})
 	if err != nil {
 		return err
+	}
+	if !found {
+		return d.errorf(`no "experiments": not a genai-perf profile_export.json`)
 	}
 	name := fr.src.name
 	if experiments > 1 {
@@ -213,7 +252,7 @@ func genaiRecord(q *gpRequest) (llmmetrics.Record, gpUsage, error) {
 			rec.End = ts
 		}
 		if c.err != "" {
-			rec.Outcome = llmmetrics.OutcomeError
+			rec.Outcome, rec.ErrorType = llmmetrics.OutcomeError, c.err
 		}
 		if c.prompt >= 0 {
 			rec.InputTokens, u.input = c.prompt, true

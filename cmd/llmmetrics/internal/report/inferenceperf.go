@@ -2,6 +2,8 @@ package report
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
@@ -32,19 +34,19 @@ type ipRequest struct {
 	StartTime *float64 `json:"start_time"`
 	EndTime   *float64 `json:"end_time"`
 	Info      *struct {
-		InputTokens    *int `json:"input_tokens"`
+		InputTokens    *float64 `json:"input_tokens"`
 		RequestMetrics *struct {
 			Text *struct {
-				InputTokens int `json:"input_tokens"`
+				InputTokens float64 `json:"input_tokens"`
 			} `json:"text"`
 		} `json:"request_metrics"`
 		ResponseMetrics *struct {
-			OutputTokens int `json:"output_tokens"`
+			OutputTokens float64 `json:"output_tokens"`
 			ServerUsage  *struct {
-				PromptTokens        *int `json:"prompt_tokens"`
-				CompletionTokens    *int `json:"completion_tokens"`
+				PromptTokens        *float64 `json:"prompt_tokens"`
+				CompletionTokens    *float64 `json:"completion_tokens"`
 				PromptTokensDetails *struct {
-					CachedTokens int `json:"cached_tokens"`
+					CachedTokens float64 `json:"cached_tokens"`
 				} `json:"prompt_tokens_details"`
 			} `json:"server_usage"`
 			ChunkTimes       []float64 `json:"chunk_times"`
@@ -59,84 +61,22 @@ type ipRequest struct {
 
 func decodeInferencePerf(fr *fileRun) error {
 	d := newJdec(fr.src)
-	base := time.Unix(0, 0).UTC()
-	at := func(off int64, i int) func(string, ...any) error {
-		return func(format string, args ...any) error {
-			return fr.src.errorAt(off, "request %d: "+format, append([]any{i}, args...)...)
-		}
-	}
 	serverTokens := false
 	err := d.array("per-request list", func(i int) error {
-		off := d.InputOffset()
+		where := func(format string, args ...any) error {
+			return d.errorf("request %d: "+format, append([]any{i}, args...)...)
+		}
 		var q ipRequest
 		if err := d.value("request", &q); err != nil {
 			return err
 		}
-		where := at(off, i)
-		if q.StartTime == nil || q.EndTime == nil {
-			return where("no start_time or end_time")
+		rec, server, err := ipRecord(&q)
+		if err != nil {
+			return where("%v", err)
 		}
-		start, ok1 := seconds(*q.StartTime)
-		end, ok2 := seconds(*q.EndTime)
-		if !ok1 || !ok2 {
-			return where("bad start_time or end_time")
-		}
-		rec := llmmetrics.Record{Start: base.Add(start), End: base.Add(end), Outcome: llmmetrics.OutcomeOK}
-		if q.Error != nil {
-			rec.Outcome = llmmetrics.OutcomeError
-		}
-		if in := q.Info; in != nil {
-			switch {
-			case in.RequestMetrics != nil && in.RequestMetrics.Text != nil:
-				rec.InputTokens = in.RequestMetrics.Text.InputTokens
-			case in.InputTokens != nil:
-				rec.InputTokens = *in.InputTokens
-			}
-			if rm := in.ResponseMetrics; rm != nil {
-				rec.OutputTokens = rm.OutputTokens
-				if u := rm.ServerUsage; u != nil {
-					if u.CompletionTokens != nil {
-						rec.OutputTokens, serverTokens = *u.CompletionTokens, true
-					}
-					if u.PromptTokens != nil {
-						rec.InputTokens = *u.PromptTokens
-					}
-					if u.PromptTokensDetails != nil {
-						rec.CachedInputTokens = u.PromptTokensDetails.CachedTokens
-					}
-				}
-				times := rm.OutputTokenTimes
-				if len(times) == 0 {
-					times = rm.ChunkTimes
-				}
-				if len(times) > 0 && rec.Outcome == llmmetrics.OutcomeOK {
-					first, ok := seconds(times[0])
-					if !ok {
-						return where("bad chunk time %v", times[0])
-					}
-					rec.FirstToken = base.Add(first)
-					prev := first
-					rec.ITL = make([]time.Duration, 0, len(times)-1)
-					for _, t := range times[1:] {
-						cur, ok := seconds(t)
-						if !ok {
-							return where("bad chunk time %v", t)
-						}
-						rec.ITL = append(rec.ITL, cur-prev)
-						prev = cur
-					}
-					rec.LastToken = base.Add(prev)
-					rec.Chunks = len(times)
-				} else if rec.Outcome == llmmetrics.OutcomeOK {
-					// A non-streaming request: no chunk times. Its response
-					// is its one chunk, at end_time.
-					rec.FirstToken, rec.Chunks = rec.End, 1
-					fr.note(fr.src.name + ": requests without chunk times (non-streaming): the first token is taken at end_time, TTFT = E2EL, no ITL")
-				}
-			}
-		}
-		if rec.Outcome == llmmetrics.OutcomeOK && rec.FirstToken.IsZero() {
-			return where("a successful request without info.response_metrics")
+		serverTokens = serverTokens || server
+		if rec.Outcome == llmmetrics.OutcomeOK && rec.Chunks == 1 && rec.FirstToken.Equal(rec.End) {
+			fr.note(fr.src.name + ": requests without chunk times (non-streaming): the first token is taken at end_time, TTFT = E2EL, no ITL")
 		}
 		return fr.emit(where, rec)
 	})
@@ -146,5 +86,100 @@ func decodeInferencePerf(fr *fileRun) error {
 	if serverTokens {
 		fr.note(fr.src.name + ": output tokens are the server's usage.completion_tokens where it reported them, else inference-perf's client-side count")
 	}
+	return nil
+}
+
+// ipRecord builds the Record of one request; server says whether its
+// output tokens are the server's usage.
+func ipRecord(q *ipRequest) (rec llmmetrics.Record, server bool, err error) {
+	base := time.Unix(0, 0).UTC()
+	if q.StartTime == nil || q.EndTime == nil {
+		return rec, false, errors.New("no start_time or end_time")
+	}
+	start, ok1 := seconds(*q.StartTime)
+	end, ok2 := seconds(*q.EndTime)
+	if !ok1 || !ok2 {
+		return rec, false, errors.New("start_time or end_time out of range")
+	}
+	rec = llmmetrics.Record{Start: base.Add(start), End: base.Add(end), Outcome: llmmetrics.OutcomeOK}
+	if q.Error != nil {
+		rec.Outcome, rec.ErrorType = llmmetrics.OutcomeError, q.Error.ErrorType
+		if rec.ErrorType == "" {
+			rec.ErrorType = "_OTHER"
+		}
+	}
+	in := q.Info
+	if in == nil || in.ResponseMetrics == nil {
+		if rec.Outcome == llmmetrics.OutcomeOK {
+			return rec, false, errors.New("a successful request without info.response_metrics")
+		}
+		return rec, false, nil
+	}
+	var c ipCounts
+	switch {
+	case in.RequestMetrics != nil && in.RequestMetrics.Text != nil:
+		c.set(&rec.InputTokens, in.RequestMetrics.Text.InputTokens, "input_tokens")
+	case in.InputTokens != nil:
+		c.set(&rec.InputTokens, *in.InputTokens, "input_tokens")
+	}
+	rm := in.ResponseMetrics
+	c.set(&rec.OutputTokens, rm.OutputTokens, "output_tokens")
+	if u := rm.ServerUsage; u != nil {
+		if u.CompletionTokens != nil {
+			c.set(&rec.OutputTokens, *u.CompletionTokens, "completion_tokens")
+			server = true
+		}
+		if u.PromptTokens != nil {
+			c.set(&rec.InputTokens, *u.PromptTokens, "prompt_tokens")
+		}
+		if u.PromptTokensDetails != nil {
+			c.set(&rec.CachedInputTokens, u.PromptTokensDetails.CachedTokens, "cached_tokens")
+		}
+	}
+	if c.err != nil || rec.Outcome != llmmetrics.OutcomeOK {
+		return rec, server, c.err
+	}
+	return rec, server, ipTimes(&rec, rm.OutputTokenTimes, rm.ChunkTimes)
+}
+
+// ipCounts checks counts, keeping the first error.
+type ipCounts struct{ err error }
+
+func (c *ipCounts) set(dst *int, x float64, name string) {
+	n, err := countOf(x)
+	if err != nil && c.err == nil {
+		c.err = fmt.Errorf("%s: %v", name, err)
+	}
+	*dst = n
+}
+
+// ipTimes sets the token times of a successful request from its
+// output_token_times (else chunk_times); without any (non-streaming), its
+// response is its one chunk, at end_time.
+func ipTimes(rec *llmmetrics.Record, times, chunkTimes []float64) error {
+	if len(times) == 0 {
+		times = chunkTimes
+	}
+	if len(times) == 0 {
+		rec.FirstToken, rec.Chunks = rec.End, 1
+		return nil
+	}
+	base := time.Unix(0, 0).UTC()
+	prev, ok := seconds(times[0])
+	if !ok {
+		return fmt.Errorf("chunk time %v out of range", times[0])
+	}
+	rec.FirstToken = base.Add(prev)
+	rec.ITL = make([]time.Duration, 0, len(times)-1)
+	for _, t := range times[1:] {
+		cur, ok := seconds(t)
+		if !ok {
+			return fmt.Errorf("chunk time %v out of range", t)
+		}
+		rec.ITL = append(rec.ITL, cur-prev)
+		prev = cur
+	}
+	rec.LastToken = base.Add(prev)
+	rec.Chunks = len(times)
 	return nil
 }

@@ -5,35 +5,73 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"time"
 )
 
-// jdec walks a JSON document token by token so that only one array
-// element at a time is held, never the document's text.
+// jdec walks a JSON document token by token so that only one value at a
+// time is held, never the document's text. Its input passes through a
+// quoter (Python's NaN and Infinity) and a feeder that refuses to let the
+// decoder hold more than maxValueBytes not yet decoded.
 type jdec struct {
 	*json.Decoder
 	src *source
+	q   *quoter
+}
+
+// feeder gives the decoder its input, and errTooLong once the decoder
+// holds more than maxValueBytes it has not decoded: one value over the
+// limit.
+type feeder struct {
+	r   io.Reader
+	d   *json.Decoder
+	fed int64
+}
+
+func (f *feeder) Read(p []byte) (int, error) {
+	if f.fed-f.d.InputOffset() > int64(maxValueBytes) {
+		return 0, errTooLong
+	}
+	n, err := f.r.Read(p)
+	f.fed += int64(n)
+	return n, err
 }
 
 func newJdec(src *source) *jdec {
-	d := json.NewDecoder(src.br)
+	q := &quoter{r: src.br}
+	f := &feeder{r: q}
+	d := json.NewDecoder(f)
+	f.d = d
 	d.UseNumber()
-	return &jdec{Decoder: d, src: src}
+	return &jdec{Decoder: d, src: src, q: q}
+}
+
+// line returns the number of the line the decoder is at, from the newlines
+// read so far less those still in the decoder's buffer: the input is never
+// read again (it may be a pipe).
+func (d *jdec) line() int {
+	rest, _ := io.ReadAll(d.Buffered())
+	n := d.q.newlines
+	for _, c := range rest {
+		if c == '\n' {
+			n--
+		}
+	}
+	return int(n) + 1
 }
 
 // errorf returns an error naming the line at the decoder's position.
 func (d *jdec) errorf(format string, args ...any) error {
-	return d.src.errorAt(d.InputOffset(), format, args...)
+	return d.src.errorf(d.line(), format, args...)
 }
 
 // wrap turns a decoding error into bad input at the decoder's position.
 func (d *jdec) wrap(err error) error {
 	var ie *inputError
-	if errors.As(err, &ie) {
+	switch {
+	case errors.As(err, &ie):
 		return err
-	}
-	if errors.Is(err, io.EOF) {
+	case tooLong(err):
+		return d.errorf("%s", overLimit("a value"))
+	case errors.Is(err, io.EOF):
 		err = io.ErrUnexpectedEOF
 	}
 	return d.errorf("malformed JSON: %v", err)
@@ -117,36 +155,52 @@ func (d *jdec) skip() error {
 	}
 }
 
-// value decodes one value into v.
+// value decodes one value into v. A NaN or Infinity (quoted by the
+// quoter) where a number is read is bad input.
 func (d *jdec) value(what string, v any) error {
 	if err := d.Decode(v); err != nil {
-		return d.errorf("%s: %v", what, err)
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te) && te.Value == "string":
+			return d.errorf("%s: a string (or NaN or Infinity) where a number is expected", what)
+		case errors.As(err, &te):
+			return d.errorf("%s: %s where %s is expected", what, te.Value, te.Type)
+		case tooLong(err):
+			return d.errorf("%s: %s", what, overLimit("a value"))
+		}
+		return d.wrap(fmt.Errorf("%s: %w", what, err))
 	}
 	return nil
 }
 
-// seconds converts a float number of seconds to a Duration, rounded to the
-// nanosecond. ok is false for NaN, infinities or values out of range.
-func seconds(s float64) (time.Duration, bool) {
-	ns := math.Round(s * 1e9)
-	if math.IsNaN(ns) || math.Abs(ns) > math.MaxInt64/2 {
-		return 0, false
-	}
-	return time.Duration(ns), true
+// float decodes one number.
+func (d *jdec) float(what string) (float64, error) {
+	var x float64
+	err := d.value(what, &x)
+	return x, err
 }
 
-// unitScale returns how many nanoseconds one unit is, for the time units
-// the tools write ("ns", "us", "ms", "sec", "s").
-func unitScale(unit string) (float64, error) {
-	switch unit {
-	case "ns":
-		return 1, nil
-	case "us":
-		return 1e3, nil
-	case "ms":
-		return 1e6, nil
-	case "sec", "s":
-		return 1e9, nil
-	}
-	return 0, fmt.Errorf("unknown time unit %q", unit)
+// floats reads an array of numbers into dst.
+func (d *jdec) floats(what string, dst *[]float64) error {
+	return d.array(what, func(int) error {
+		x, err := d.float(what)
+		*dst = append(*dst, x)
+		return err
+	})
+}
+
+// counts reads an array of counts (countOf) into dst.
+func (d *jdec) counts(what string, dst *[]int32) error {
+	return d.array(what, func(i int) error {
+		x, err := d.float(what)
+		if err != nil {
+			return err
+		}
+		c, err := countOf(x)
+		if err != nil {
+			return d.errorf("%s[%d]: %v", what, i, err)
+		}
+		*dst = append(*dst, int32(c))
+		return nil
+	})
 }

@@ -1,8 +1,11 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -89,6 +92,26 @@ func writeNotes(w io.Writer, r *run) {
 	for _, n := range r.notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
+	if len(r.errorTypes) > 0 {
+		fmt.Fprintf(w, "failed and canceled by error_type: %s\n", errorTypeCounts(r.errorTypes))
+	}
+}
+
+// errorTypeCounts lists counts by error_type, the most frequent first
+// ("500 ×3, timeout ×1").
+func errorTypeCounts(m map[string]int) string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := cmp.Compare(m[b], m[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s ×%d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // writeSummary prints the run as a short table.

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 
@@ -50,7 +49,7 @@ func decodeRecords(fr *fileRun) error {
 			return err
 		}
 		var bl benchLine
-		if err := json.Unmarshal(line, &bl); err != nil {
+		if err := src.unmarshalLine(line, &bl); err != nil {
 			return src.errorf(n, "malformed line: %v", err)
 		}
 		if bl.Record == nil {

@@ -43,59 +43,10 @@ type options struct {
 // subcommand) and returns the exit status: 0 when every objective passes,
 // 1 when one fails, 2 on bad input. A FILE of "-" is stdin.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var o options
-	fs := flag.NewFlagSet("llmmetrics report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: llmmetrics report [-format auto|records|vllm|aiperf|inference-perf|genai-perf] [-slo S] [-objective O]... [-json] FILE...")
-		fs.PrintDefaults()
+	o, files, code := parseArgs(args, stderr)
+	if files == nil {
+		return code
 	}
-	fs.StringVar(&o.format, "format", "auto", "input format: auto (detected from the content), "+strings.Join(formatNames(), ", "))
-	fs.Var(&o.slo, "slo", "SLO each request is checked against, e.g. ttft=200ms,tpot=50ms; the gate fails when fewer than -attainment of the requests meet it")
-	fs.Float64Var(&o.attainment, "attainment", saturation.DefaultAttainmentTarget, "share of requests (0–1] that must meet -slo")
-	fs.Func("objective", "percentile objective the run must pass, e.g. 'p95 ttft<=200ms' (repeatable)", func(s string) error {
-		obj, err := llmmetrics.ParseObjective(s)
-		if err != nil {
-			return err
-		}
-		o.objectives = append(o.objectives, obj)
-		return nil
-	})
-	fs.BoolVar(&o.json, "json", false, "print the Summary as JSON (gate lines then go to stderr)")
-	// Flags may come after the files too ("report out.json -slo …"): parse,
-	// take the next file, parse the rest. "--" ends the flags.
-	var files []string
-	for rest := args; ; {
-		if err := fs.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK
-			}
-			return exitBad
-		}
-		rest = fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			files = append(files, rest...)
-			break
-		}
-		files, rest = append(files, rest[0]), rest[1:]
-	}
-	if len(files) == 0 {
-		fmt.Fprintln(stderr, "llmmetrics report: no FILE given")
-		fs.Usage()
-		return exitBad
-	}
-	if o.format != "auto" && formatByName(o.format) == nil {
-		fmt.Fprintf(stderr, "llmmetrics report: -format %q: unknown format (want auto, %s)\n", o.format, strings.Join(formatNames(), ", "))
-		return exitBad
-	}
-	if !(o.attainment > 0 && o.attainment <= 1) {
-		fmt.Fprintf(stderr, "llmmetrics report: -attainment %v: want a share in (0, 1]\n", o.attainment)
-		return exitBad
-	}
-
 	run, err := readFiles(ctx, files, o.format, stdin, llmmetrics.SummaryOptions{
 		Percentiles: percentiles(o.objectives),
 		SLO:         o.slo,
@@ -106,7 +57,6 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	sum := run.sum.Summary()
 	checks := gate(sum, o)
-
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -126,6 +76,66 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 	}
 	return exitOK
+}
+
+// parseArgs parses the flags and files. files is nil when Main must stop
+// with code (help asked, or bad flags).
+func parseArgs(args []string, stderr io.Writer) (o options, files []string, code int) {
+	fs := newFlagSet(&o, stderr)
+	// Flags may come after the files too ("report out.json -slo …"): parse,
+	// take the next file, parse the rest. "--" ends the flags.
+	for rest := args; ; {
+		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return o, nil, exitOK
+			}
+			return o, nil, exitBad
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			files = append(files, rest...)
+			break
+		}
+		files, rest = append(files, rest[0]), rest[1:]
+	}
+	switch {
+	case len(files) == 0:
+		fmt.Fprintln(stderr, "llmmetrics report: no FILE given")
+		fs.Usage()
+		return o, nil, exitBad
+	case o.format != "auto" && formatByName(o.format) == nil:
+		fmt.Fprintf(stderr, "llmmetrics report: -format %q: unknown format (want auto, %s)\n", o.format, strings.Join(formatNames(), ", "))
+		return o, nil, exitBad
+	case !(o.attainment > 0 && o.attainment <= 1):
+		fmt.Fprintf(stderr, "llmmetrics report: -attainment %v: want a share in (0, 1]\n", o.attainment)
+		return o, nil, exitBad
+	}
+	return o, files, exitOK
+}
+
+func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("llmmetrics report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: llmmetrics report [-format auto|records|vllm|aiperf|inference-perf|genai-perf] [-slo S] [-objective O]... [-json] FILE...")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.format, "format", "auto", "input format: auto (detected from the content), "+strings.Join(formatNames(), ", "))
+	fs.Var(&o.slo, "slo", "SLO each request is checked against, e.g. ttft=200ms,tpot=50ms; the gate fails when fewer than -attainment of the requests meet it")
+	fs.Float64Var(&o.attainment, "attainment", saturation.DefaultAttainmentTarget, "share of requests (0–1] that must meet -slo")
+	fs.Func("objective", "percentile objective the run must pass, e.g. 'p95 ttft<=200ms' (repeatable)", func(s string) error {
+		obj, err := llmmetrics.ParseObjective(s)
+		if err != nil {
+			return err
+		}
+		o.objectives = append(o.objectives, obj)
+		return nil
+	})
+	fs.BoolVar(&o.json, "json", false, "print the Summary as JSON (gate lines then go to stderr)")
+	return fs
 }
 
 // percentiles returns the default percentiles plus those the objectives
@@ -149,6 +159,9 @@ type run struct {
 	// take max(End) − min(Start) over the records.
 	duration time.Duration
 	notes    []string // what the formats could not provide, said once each
+	// errorTypes counts the failed and canceled requests by error_type
+	// ("unknown" where the file does not say).
+	errorTypes map[string]int
 
 	clock       string        // the clock of the files read so far
 	clockFile   string        // the first file, named when another's clock differs
@@ -196,7 +209,7 @@ func readFiles(ctx context.Context, names []string, formatName string, stdin io.
 
 func (r *run) readFile(name, formatName string, stdin io.Reader) error {
 	var in io.Reader
-	if name == "-" {
+	if name == "-" && stdin != nil {
 		in, name = stdin, "<stdin>"
 	} else {
 		f, err := os.Open(name)
@@ -227,6 +240,9 @@ func (r *run) readFile(name, formatName string, stdin io.Reader) error {
 	fr := &fileRun{run: r, src: src}
 	if err := fm.decode(fr); err != nil {
 		return err
+	}
+	if r.n == before {
+		return fmt.Errorf("%s: no request read as %s: is it a %s file? (name the format with -format)", name, fm.name, fm.name)
 	}
 	r.files = append(r.files, fileInfo{name: name, format: fm, records: r.n - before})
 	for _, n := range fm.notes {

@@ -202,7 +202,7 @@ func TestFlagsAfterFiles(t *testing.T) {
 func TestTruncatedFixtures(t *testing.T) {
 	dir := t.TempDir()
 	for _, fx := range []string{"records.jsonl", "records_bench.jsonl", "aiperf_docs.jsonl", "aiperf_derived.jsonl", "vllm_detailed.json",
-		"vllm_append_no_start_times.json", "inference_perf_shape.json", "inference_perf_errors.json",
+		"vllm_benchmark_serving_append.json", "inference_perf_shape.json", "inference_perf_errors.json",
 		"genai_perf_docs.json", "genai_perf_triton_test.json"} {
 		b, err := os.ReadFile(filepath.Join("testdata", fx))
 		require.NoError(t, err)

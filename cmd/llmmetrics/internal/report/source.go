@@ -3,10 +3,10 @@ package report
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
 
@@ -76,6 +76,7 @@ type source struct {
 	br   *bufio.Reader
 	line int    // the number of the line last returned by nextLine
 	buf  []byte // a line longer than the read buffer, assembled
+	qbuf []byte // a line with NaN or Infinity quoted
 }
 
 func newSource(name string, r io.Reader) *source {
@@ -85,42 +86,6 @@ func newSource(name string, r io.Reader) *source {
 // errorf returns an error naming the file and line.
 func (s *source) errorf(line int, format string, args ...any) error {
 	return &inputError{file: s.name, line: line, msg: fmt.Sprintf(format, args...)}
-}
-
-// errorAt returns an error naming the file and the line that holds byte
-// offset off: the file is read again to count lines (errors are rare, and
-// the decoders of whole JSON documents do not count lines as they go).
-// Stdin cannot be read again; its errors name the byte offset.
-func (s *source) errorAt(off int64, format string, args ...any) error {
-	e := &inputError{file: s.name, msg: fmt.Sprintf(format, args...)}
-	if line, ok := lineAt(s.name, off); ok {
-		e.line = line
-	} else {
-		e.offset = off + 1
-	}
-	return e
-}
-
-// lineAt returns the 1-based number of the line that holds byte offset off
-// of the file name.
-func lineAt(name string, off int64) (int, bool) {
-	f, err := os.Open(name)
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, readBufSize)
-	line := 1
-	for i := int64(0); i < off; i++ {
-		b, err := br.ReadByte()
-		if err != nil {
-			break
-		}
-		if b == '\n' {
-			line++
-		}
-	}
-	return line, true
 }
 
 // inputError is bad input, named by file and line (or byte offset).
@@ -189,17 +154,24 @@ func joinOr(ns []string) string {
 
 // nextLine returns the next non-blank line (without its end of line) and
 // its number, or io.EOF. The slice is valid until the next call. A line
-// longer than the read buffer is assembled in s.buf.
+// longer than the read buffer is assembled in s.buf, up to maxValueBytes:
+// a longer line is bad input, named by its number, and is not read further.
 func (s *source) nextLine() ([]byte, int, error) {
 	for {
 		line, err := s.br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			s.buf = append(s.buf[:0], line...)
 			for errors.Is(err, bufio.ErrBufferFull) {
+				if len(s.buf) > maxValueBytes {
+					return nil, s.line + 1, s.errorf(s.line+1, "%s", overLimit("a line"))
+				}
 				line, err = s.br.ReadSlice('\n')
 				s.buf = append(s.buf, line...)
 			}
 			line = s.buf
+		}
+		if len(line) > maxValueBytes+1 {
+			return nil, s.line + 1, s.errorf(s.line+1, "%s", overLimit("a line"))
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, s.line + 1, s.errorf(s.line+1, "%v", err)
@@ -217,6 +189,25 @@ func (s *source) nextLine() ([]byte, int, error) {
 	}
 }
 
+// unmarshalLine decodes one JSON line into v; Python's bare NaN and
+// Infinity are quoted first (then read as strings: skipped where the format
+// does not read them, bad input where it reads a number).
+func (s *source) unmarshalLine(line []byte, v any) error {
+	err := json.Unmarshal(line, v)
+	if err != nil && hasNonFinite(line) {
+		s.qbuf = quoteLine(s.qbuf, line)
+		err = json.Unmarshal(s.qbuf, v)
+	}
+	if err == nil {
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Value == "string" {
+		return fmt.Errorf("%s: a string (or NaN or Infinity) where a number is expected", te.Field)
+	}
+	return err
+}
+
 // fileRun is what a decoder writes into: the run's Summarizer.
 type fileRun struct {
 	run *run
@@ -228,17 +219,44 @@ type fileRun struct {
 // be the decoder's scratch). A record whose times are out of order is bad
 // input.
 func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmetrics.Record) error {
+	if why := badCount(&rec); why != "" {
+		return where("%s", why)
+	}
 	if why := outOfOrder(&rec); why != "" {
 		return where("record times out of order: %s", why)
 	}
 	fr.run.sum.Add(rec)
 	fr.run.n++
+	if rec.Outcome != llmmetrics.OutcomeOK {
+		et := rec.ErrorType
+		if et == "" {
+			et = "unknown"
+		}
+		if fr.run.errorTypes == nil {
+			fr.run.errorTypes = map[string]int{}
+		}
+		fr.run.errorTypes[et]++
+	}
 	return nil
 }
 
 // outOfOrder says why rec's times are not Start ≤ FirstToken ≤ FirstOutput
 // ≤ End and FirstToken ≤ LastToken ≤ End, or a gap is negative ("" when
 // they are in order).
+// badCount says which count of rec is not a count ("" when all are).
+func badCount(r *llmmetrics.Record) string {
+	for _, c := range []struct {
+		name string
+		n    int
+	}{{"input_tokens", r.InputTokens}, {"cached_input_tokens", r.CachedInputTokens}, {"cache_write_input_tokens", r.CacheWriteInputTokens},
+		{"output_tokens", r.OutputTokens}, {"reasoning_tokens", r.ReasoningTokens}, {"chunks", r.Chunks}} {
+		if c.n < 0 || c.n > maxCount {
+			return fmt.Sprintf("%s %d is not a count (a whole number from 0 to %d)", c.name, c.n, maxCount)
+		}
+	}
+	return ""
+}
+
 func outOfOrder(r *llmmetrics.Record) string {
 	if r.Start.IsZero() {
 		return "no start time"

@@ -2,19 +2,17 @@ package report
 
 import (
 	"bytes"
-
 	"time"
-
-	"github.com/llmmetrics/llmmetrics"
 )
 
 // vLLM's `vllm bench serve --save-result --save-detailed` JSON
-// (vllm/benchmarks/serve.py, benchmark() and main(); the per-request values
-// come from RequestFuncOutput in vllm/benchmarks/lib/endpoint_request_func.py).
-// The per-request data are parallel arrays; times are floats in seconds of
-// time.perf_counter, so a file's requests can be placed relative to each
-// other but not on the wall clock. --append-result writes several documents
-// to one file; each is read.
+// (vllm/benchmarks/serve.py, benchmark() and main(); before it,
+// benchmarks/benchmark_serving.py; the per-request values come from
+// RequestFuncOutput). The per-request data are parallel arrays; times are
+// floats in seconds of time.perf_counter, so a file's requests can be
+// placed relative to each other but not on the wall clock. --append-result
+// writes several documents to one file; each is read. The versions read are
+// listed in docs/report.md.
 func init() {
 	formats = append(formats, &format{
 		name: "vllm",
@@ -29,18 +27,60 @@ func init() {
 	})
 }
 
-// vllmRun is the per-request columns of one vLLM document.
-type vllmRun struct {
-	duration   float64
-	hasDur     bool
-	inputLens  []int
-	outputLens []int
-	ttfts      []float64
-	itls       [][]float64
-	latencies  []float64
-	startTimes []float64
-	errors     []string
-	has        map[string]bool
+// vllmDoc is the per-request columns of one vLLM document, held compactly
+// (the columns come one after another, so all are held until the last is
+// read): 40 bytes per request and 8 per inter-token gap. The gaps are
+// held in blocks, each let go once its requests are summarized, so that
+// the gaps are not held twice (here and in the Summarizer) at the end.
+type vllmDoc struct {
+	duration          float64
+	in, out           []int32
+	ttft, lat, starts []float64
+	gaps              blocks         // every request's gaps, one after another
+	gapEnd            []int          // request i's gaps end at gapEnd[i]
+	nErrs             int            // entries of "errors"
+	errTypes          map[int]string // the error_type of each request with an error text
+	has               map[string]bool
+}
+
+// vllmColumns reads each per-request array vLLM writes; any other member
+// (generated_texts, queue_times, the aggregates) is skipped.
+var vllmColumns = map[string]func(d *jdec, v *vllmDoc, key string) error{
+	"duration":    func(d *jdec, v *vllmDoc, key string) error { var err error; v.duration, err = d.float(key); return err },
+	"input_lens":  func(d *jdec, v *vllmDoc, key string) error { return d.counts(key, &v.in) },
+	"output_lens": func(d *jdec, v *vllmDoc, key string) error { return d.counts(key, &v.out) },
+	"ttfts":       func(d *jdec, v *vllmDoc, key string) error { return d.floats(key, &v.ttft) },
+	"latencies":   func(d *jdec, v *vllmDoc, key string) error { return d.floats(key, &v.lat) },
+	"start_times": func(d *jdec, v *vllmDoc, key string) error { return d.floats(key, &v.starts) },
+	"itls": func(d *jdec, v *vllmDoc, key string) error {
+		var scratch []float64
+		return d.array(key, func(i int) error {
+			scratch = scratch[:0]
+			if err := d.value(key, &scratch); err != nil {
+				return err
+			}
+			for _, x := range scratch {
+				g, ok := seconds(x)
+				if !ok {
+					return d.errorf("%s[%d]: gap %v s out of range", key, i, x)
+				}
+				v.gaps.add(g)
+			}
+			v.gapEnd = append(v.gapEnd, v.gaps.n)
+			return nil
+		})
+	},
+	"errors": func(d *jdec, v *vllmDoc, key string) error {
+		return d.array(key, func(i int) error {
+			var s *string
+			err := d.value(key, &s)
+			if s != nil && *s != "" {
+				v.errTypes[i] = vllmErrorType(*s)
+			}
+			v.nErrs++
+			return err
+		})
+	},
 }
 
 func decodeVLLM(fr *fileRun) error {
@@ -59,124 +99,29 @@ func decodeVLLM(fr *fileRun) error {
 }
 
 func decodeVLLMDoc(fr *fileRun, d *jdec) error {
-	docLine := d.InputOffset()
-	v := vllmRun{has: map[string]bool{}}
+	v := vllmDoc{has: map[string]bool{}, errTypes: map[int]string{}}
 	err := d.object("vLLM result", func(key string) error {
-		v.has[key] = true
-		switch key {
-		case "duration":
-			v.hasDur = true
-			return d.value(key, &v.duration)
-		case "input_lens":
-			return d.array(key, func(int) error { var x int; err := d.value(key, &x); v.inputLens = append(v.inputLens, x); return err })
-		case "output_lens":
-			return d.array(key, func(int) error {
-				var x int
-				err := d.value(key, &x)
-				v.outputLens = append(v.outputLens, x)
-				return err
-			})
-		case "ttfts":
-			return d.array(key, func(int) error { var x float64; err := d.value(key, &x); v.ttfts = append(v.ttfts, x); return err })
-		case "latencies":
-			return d.array(key, func(int) error {
-				var x float64
-				err := d.value(key, &x)
-				v.latencies = append(v.latencies, x)
-				return err
-			})
-		case "start_times":
-			return d.array(key, func(int) error {
-				var x float64
-				err := d.value(key, &x)
-				v.startTimes = append(v.startTimes, x)
-				return err
-			})
-		case "itls":
-			return d.array(key, func(int) error {
-				var x []float64
-				err := d.value(key, &x)
-				v.itls = append(v.itls, x)
-				return err
-			})
-		case "errors":
-			return d.array(key, func(int) error {
-				var x *string
-				err := d.value(key, &x)
-				s := ""
-				if x != nil {
-					s = *x
-				}
-				v.errors = append(v.errors, s)
-				return err
-			})
+		col, ok := vllmColumns[key]
+		if !ok {
+			return d.skip()
 		}
-		return d.skip() // generated_texts and the aggregates
+		v.has[key] = true
+		return col(d, &v, key)
 	})
 	if err != nil {
 		return err
 	}
-	at := func(format string, args ...any) error { return fr.src.errorAt(docLine, format, args...) }
-	for _, k := range []string{"ttfts", "itls", "latencies", "input_lens", "output_lens", "errors"} {
-		if !v.has[k] {
-			return at("vLLM result without %q: save it with --save-result --save-detailed", k)
-		}
+	at := func(format string, args ...any) error { return d.errorf(format, args...) }
+	dur, err := v.check(fr, at)
+	if err != nil {
+		return err
 	}
-	if !v.hasDur || !(v.duration > 0) {
-		return at(`vLLM result without a positive "duration"`)
-	}
-	n := len(v.ttfts)
-	for k, l := range map[string]int{"itls": len(v.itls), "latencies": len(v.latencies), "input_lens": len(v.inputLens), "output_lens": len(v.outputLens), "errors": len(v.errors)} {
-		if l != n {
-			return at("vLLM result: %q has %d entries, \"ttfts\" %d", k, l, n)
-		}
-	}
-	if v.has["start_times"] && len(v.startTimes) != n {
-		return at("vLLM result: \"start_times\" has %d entries, \"ttfts\" %d", len(v.startTimes), n)
-	}
-	if !v.has["start_times"] {
-		fr.note(fr.src.name + `: no "start_times" (vLLM before they were saved): every request is placed at the run's start, so peak and mean concurrency are not meaningful`)
-	}
-	minStart := 0.0
-	for i, s := range v.startTimes {
-		if i == 0 || s < minStart {
-			minStart = s
-		}
-	}
-	dur, _ := seconds(v.duration)
 	base := fr.run.relativeBase()
-	for i := range n {
-		var off time.Duration
-		if v.startTimes != nil {
-			var ok bool
-			if off, ok = seconds(v.startTimes[i] - minStart); !ok {
-				return at("request %d: bad start time %v", i, v.startTimes[i])
-			}
-		}
-		rec := llmmetrics.Record{Start: base.Add(off), InputTokens: v.inputLens[i], Outcome: llmmetrics.OutcomeOK}
-		rec.End = rec.Start
-		ttft, ok1 := seconds(v.ttfts[i])
-		lat, ok2 := seconds(v.latencies[i])
-		if !ok1 || !ok2 {
-			return at("request %d: bad ttft or latency", i)
-		}
-		// RequestFuncOutput.success is not saved: a request failed when it
-		// has an error text or no latency (a success always has a first
-		// chunk, so latency ≥ ttft > 0).
-		if v.errors[i] != "" || lat <= 0 {
-			rec.Outcome = llmmetrics.OutcomeError
-		} else {
-			rec.FirstToken = rec.Start.Add(ttft)
-			rec.LastToken = rec.Start.Add(lat)
-			rec.End = rec.LastToken
-			rec.OutputTokens = v.outputLens[i]
-			rec.Chunks = len(v.itls[i]) + 1
-			rec.ITL = make([]time.Duration, len(v.itls[i]))
-			for j, g := range v.itls[i] {
-				if rec.ITL[j], ok1 = seconds(g); !ok1 {
-					return at("request %d: bad itl", i)
-				}
-			}
+	var scratch []time.Duration
+	for i := range v.ttft {
+		rec, err := v.record(i, base, &scratch)
+		if err != nil {
+			return at("request %d: %v", i, err)
 		}
 		reqAt := func(format string, args ...any) error { return at("request %d: "+format, append([]any{i}, args...)...) }
 		if err := fr.emit(reqAt, rec); err != nil {
@@ -185,4 +130,47 @@ func decodeVLLMDoc(fr *fileRun, d *jdec) error {
 	}
 	fr.run.addRelative(dur)
 	return nil
+}
+
+// blockSize is the number of gaps in a block.
+const blockSize = 1 << 14
+
+// blocks is a list of gaps in fixed-size blocks, so that the front can be
+// let go while the rest is still read.
+type blocks struct {
+	b     [][]time.Duration
+	n     int // gaps added
+	freed int // blocks let go
+}
+
+func (bs *blocks) add(g time.Duration) {
+	if bs.n%blockSize == 0 {
+		bs.b = append(bs.b, make([]time.Duration, 0, blockSize))
+	}
+	last := &bs.b[len(bs.b)-1]
+	*last = append(*last, g)
+	bs.n++
+}
+
+// slice returns gaps [lo, hi): within one block, the block's own storage;
+// across blocks, a copy in *scratch.
+func (bs *blocks) slice(lo, hi int, scratch *[]time.Duration) []time.Duration {
+	if lo == hi {
+		return nil
+	}
+	if lo/blockSize == (hi-1)/blockSize {
+		return bs.b[lo/blockSize][lo%blockSize : (hi-1)%blockSize+1]
+	}
+	*scratch = (*scratch)[:0]
+	for i := lo; i < hi; i++ {
+		*scratch = append(*scratch, bs.b[i/blockSize][i%blockSize])
+	}
+	return *scratch
+}
+
+// release lets go of the blocks wholly before gap index lo.
+func (bs *blocks) release(lo int) {
+	for ; bs.freed < lo/blockSize; bs.freed++ {
+		bs.b[bs.freed] = nil
+	}
 }

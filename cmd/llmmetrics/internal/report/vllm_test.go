@@ -32,12 +32,12 @@ func TestVLLMDetailed(t *testing.T) {
 	assert.Equal(t, 2, s.PeakConcurrency) // the file's max_concurrent_requests
 }
 
-// testdata/vllm_append_no_start_times.json, by hand: two appended results
+// testdata/vllm_benchmark_serving_append.json, by hand: two appended results
 // of 1 s and 3 s, so a 4 s run; TTFTs 50, 250, 300 ms; TPOTs (350 − 250) /
 // 4 = 25 ms and (500 − 300) / 2 = 100 ms (the 1-token request has none);
 // gaps 50, 50, 200 ms; E2ELs 50, 350, 500 ms.
 func TestVLLMAppendedWithoutStartTimes(t *testing.T) {
-	s := summaryOf(t, "testdata/vllm_append_no_start_times.json")
+	s := summaryOf(t, "testdata/vllm_benchmark_serving_append.json")
 	assert.Equal(t, 3, s.Requests)
 	assert.Equal(t, 3, s.Completed)
 	assert.Equal(t, 4000*ms, s.Duration)
@@ -53,7 +53,7 @@ func TestVLLMAppendedWithoutStartTimes(t *testing.T) {
 	assert.Equal(t, 100*ms, s.ITL.Mean)
 	assert.Equal(t, 300*ms, s.E2EL.Mean)
 
-	code, out, _ := runReport(t, "testdata/vllm_append_no_start_times.json")
+	code, out, _ := runReport(t, "testdata/vllm_benchmark_serving_append.json")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, `no "start_times"`)
 	assert.Contains(t, out, "several vLLM results")
@@ -62,7 +62,7 @@ func TestVLLMAppendedWithoutStartTimes(t *testing.T) {
 // Two vLLM files are laid end to end: the run lasts the sum of their
 // durations.
 func TestVLLMFilesAddDurations(t *testing.T) {
-	s := summaryOf(t, "testdata/vllm_detailed.json", "testdata/vllm_append_no_start_times.json")
+	s := summaryOf(t, "testdata/vllm_detailed.json", "testdata/vllm_benchmark_serving_append.json")
 	assert.Equal(t, 6, s.Requests)
 	assert.Equal(t, 6000*ms, s.Duration)
 	assert.Equal(t, 5, s.Completed)

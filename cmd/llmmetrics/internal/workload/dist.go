@@ -8,6 +8,10 @@ import (
 	"strings"
 )
 
+// MaxLength bounds the lengths a Dist takes (1,000,000 tokens, past every
+// model's context; about 4 MB of text per request).
+const MaxLength = 1_000_000
+
 // Dist is a distribution of token lengths: a fixed number, or uniform,
 // normal or lognormal. Draws are rounded to whole tokens and clamped to
 // [1, Max] (Max 0: no upper bound). The zero value is not usable; get one
@@ -31,6 +35,9 @@ func ParseDist(s string) (Dist, error) {
 		if err != nil || v < 1 {
 			return d, fmt.Errorf("bad length %q: want N ≥ 1, uniform:MIN-MAX, normal:MEAN,SD or lognormal:MEAN,SD", s)
 		}
+		if v > MaxLength {
+			return d, fmt.Errorf("bad length %q: must be ≤ %d", s, MaxLength)
+		}
 		d.Kind, d.A = "fixed", float64(v)
 		return d, nil
 	}
@@ -45,6 +52,9 @@ func ParseDist(s string) (Dist, error) {
 		return d, fmt.Errorf("bad length %q: want %s:%s", s, kind, map[bool]string{true: "MIN-MAX", false: "MEAN,SD"}[kind == "uniform"])
 	}
 	d.Kind, d.A, d.B = kind, a, b
+	if a > MaxLength || b > MaxLength {
+		return d, fmt.Errorf("bad length %q: must be ≤ %d", s, MaxLength)
+	}
 	switch kind {
 	case "uniform":
 		if a < 1 || b < a {

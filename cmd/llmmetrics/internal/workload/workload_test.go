@@ -44,6 +44,8 @@ func TestParseDist(t *testing.T) {
 		{"gamma:1,2", "", 0, 0, true},
 		{"normal:NaN,2", "", 0, 0, true},
 		{"abc", "", 0, 0, true},
+		{"1000001", "", 0, 0, true},
+		{"uniform:1-2000000", "", 0, 0, true},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			d, err := ParseDist(tc.in)
