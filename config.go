@@ -16,8 +16,9 @@ const (
 	// creates its instruments with.
 	ScopeName = "github.com/llmmetrics/llmmetrics"
 	// Version is the version of this library, reported as the
-	// instrumentation scope version.
-	Version = "0.1.0"
+	// instrumentation scope version. No version is tagged yet: "-dev"
+	// marks a build from the source tree, not a release.
+	Version = "0.1.0-dev"
 )
 
 // Defaults of the options.

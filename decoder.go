@@ -25,16 +25,17 @@ import (
 const DefaultMaxFrameBytes = 1 << 20
 
 // ErrFrameTooLarge is the problem (wrapped, with context) a decoder reports
-// through its Err and through otel.Handle when one frame of a stream is
-// larger than its limit (see WithMaxFrameBytes). The decoder then stops: its
+// through its Err and (once per stream) through otel.Handle when one frame
+// of a stream is larger than its limit (see WithMaxFrameBytes). The decoder then stops: its
 // later Decode and Flush calls do nothing, so memory stays bounded whatever
 // the server sends.
 var ErrFrameTooLarge = errors.New("llmmetrics: frame too large")
 
 // ErrMalformedFrame is the problem (wrapped, with context) a decoder reports
-// through its Err and through otel.Handle when a frame cannot be interpreted
-// (for example an SSE event whose data is not a JSON object). The frame is
-// reported with no tokens and decoding goes on with the next frame.
+// through its Err and (once per stream) through otel.Handle when a frame
+// cannot be interpreted (for example an SSE event whose data is not a JSON
+// object). The frame is reported with no tokens and decoding goes on with
+// the next frame.
 var ErrMalformedFrame = errors.New("llmmetrics: malformed frame")
 
 // Frame is what a Decoder reports about one complete frame of a stream
@@ -104,7 +105,9 @@ type Decoder interface {
 	// Err returns the first problem the decoder found in the stream so far,
 	// as bufio.Scanner.Err does: an error wrapping ErrFrameTooLarge or
 	// ErrMalformedFrame, or nil when there was none. The built-in decoders
-	// also report every problem through otel.Handle as it happens. An error
+	// also report the first problem of each stream through otel.Handle as
+	// it happens (later ones are not: one broken upstream sends millions of
+	// bad frames, and the handler runs on the caller's read). An error
 	// the stream itself reports (Frame.Err) is not a decoding problem.
 	Err() error
 }
@@ -204,15 +207,19 @@ func WithMaxFrameBytes(n int) DecoderOption {
 }
 
 // problems keeps the first decoding problem of a stream for Decoder.Err and
-// reports every one through otel.Handle: a decoder embeds it.
+// reports it, once per stream, through otel.Handle: a decoder embeds it.
+// Later problems of the same stream are dropped, so a stream of
+// malformed frames costs the caller's read no more than a stream of valid
+// ones, whatever the error handler does (the default one writes to stderr).
 type problems struct{ err error }
 
 // report records a problem of the stream (an error wrapping
 // ErrFrameTooLarge or ErrMalformedFrame).
 func (p *problems) report(err error) {
-	if p.err == nil {
-		p.err = err
+	if p.err != nil {
+		return
 	}
+	p.err = err
 	otel.Handle(err)
 }
 
@@ -220,15 +227,27 @@ func (p *problems) report(err error) {
 func (p *problems) Err() error { return p.err }
 
 // malformed returns the ErrMalformedFrame of a protocol's event whose data
-// is not what the protocol sends, showing the start of the data.
+// is not what the protocol sends, showing the start of the data. It costs
+// one small allocation: the text is built only if someone reads it (a
+// stream reports only its first problem).
 func malformed(provider string, data []byte, why string) error {
-	const keep = 64
-	shown := data
-	if len(shown) > keep {
-		shown = shown[:keep]
-	}
-	return fmt.Errorf("%w: %s event data %s (%d bytes: %q)", ErrMalformedFrame, provider, why, len(data), shown)
+	e := &malformedError{provider: provider, why: why, size: len(data)}
+	e.n = copy(e.shown[:], data)
+	return e
 }
+
+// malformedError is the error of malformed.
+type malformedError struct {
+	provider, why string
+	size, n       int
+	shown         [64]byte
+}
+
+func (e *malformedError) Error() string {
+	return fmt.Sprintf("%v: %s event data %s (%d bytes: %q)", ErrMalformedFrame, e.provider, e.why, e.size, e.shown[:e.n])
+}
+
+func (e *malformedError) Unwrap() error { return ErrMalformedFrame }
 
 // NewTextDecoder returns a Decoder for a plain-text stream: each non-empty
 // Decode call (one Read of the body) is one frame carrying count(p) tokens

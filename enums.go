@@ -12,13 +12,14 @@ import (
 // that name in any case.
 
 // ErrInvalidText is returned (wrapped) by the MarshalText and UnmarshalText
-// methods of the enums (Outcome, Latency, Signal, Role, Protocol) for a value or a name
+// methods of this package's enums (Outcome, Latency, Role, Protocol), and of
+// package saturation's (Signal, ThroughputMeasure), for a value or a name
 // that is not one of theirs.
 var ErrInvalidText = errors.New("llmmetrics: invalid text")
 
 // parseName returns the index of b in names, compared case-insensitively:
 // the one rule for the text form of every enum of this package (Outcome,
-// Latency, Signal, Role, Protocol), which encode in lower case.
+// Latency, Role, Protocol), which encode in lower case.
 func parseName(b []byte, names []string) (int, bool) {
 	for i, n := range names {
 		if strings.EqualFold(string(b), n) {

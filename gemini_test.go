@@ -410,7 +410,7 @@ func TestGeminiBareObjectBounds(t *testing.T) {
 	})
 }
 
-// Issue 17 item 1: read through NewReader, a Gemini error object spread
+// Read through NewReader, a Gemini error object spread
 // over several lines after HTTP 200 ends the request as an error with
 // error.type RESOURCE_EXHAUSTED, whatever the Reads' sizes, and the caller
 // reads the bytes unchanged.

@@ -142,7 +142,9 @@ func (b *reqBody) Read(p []byte) (int, error) {
 		}
 		v := &s.Values[rModel]
 		switch {
-		case v.Kind == jsonstream.KindString && v.Complete:
+		case v.Kind == jsonstream.KindString && (v.Complete || v.Truncated):
+			// A truncated name is longer than any kept: it is _OTHER
+			// however long it goes on.
 			b.found(modelName(b.rw.core, v.Str, v.Truncated))
 		case err != nil, s.Done(), s.Err() != nil, s.Offset() > maxRequestBytes,
 			v.Kind != jsonstream.KindNone && v.Kind != jsonstream.KindString:

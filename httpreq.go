@@ -174,7 +174,9 @@ func (c *httpCore) prepare(req *http.Request, ep endpoint) (out *http.Request, m
 	buf, err := readAhead(req.Body, req.ContentLength, s, inject)
 
 	model = modelName(c, ep.pathModel, false)
-	if v := &s.Values[rModel]; v.Kind == jsonstream.KindString && v.Complete {
+	if v := &s.Values[rModel]; v.Kind == jsonstream.KindString && (v.Complete || v.Truncated) {
+		// A name cut by the read-ahead bound (a body over maxRequestBytes
+		// whose "model" is still going) is longer than maxModelBytes.
 		model = modelName(c, v.Str, v.Truncated)
 	}
 	out = new(http.Request)

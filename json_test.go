@@ -203,7 +203,7 @@ func FuzzJSONDecoder(f *testing.F) {
 	})
 }
 
-// Issue 18: read through NewReader, whole, split at every byte and one byte
+// Read through NewReader, whole, split at every byte and one byte
 // at a time, every provider's cached-token shape reaches the Record:
 // CachedInputTokens and CacheWriteInputTokens, both part of InputTokens
 // (the whole prompt). The SSE streams of OpenAI chat, Responses, DeepSeek

@@ -79,3 +79,26 @@ func TestCardinalityBounded(t *testing.T) {
 	require.Len(t, tr.cache, DefaultAttributeCacheSize)
 	assert.Less(t, int64(after)-int64(before), int64(2<<20), "heap grew by more than 2 MiB")
 }
+
+// heldRequestBytes bounds the memory of one request held by the window:
+// its Record and at most stats.SketchPoints gaps (a whole list or a
+// sketch's points) of 8 bytes, with room for headers.
+const heldRequestBytes = 9 << 10
+
+// TestWindowMemoryBounded: 1,000 held requests of 100,000 gaps each take
+// at most 1,000 × 9 KiB (about 9 MB), where keeping the lists took 800 MB.
+func TestWindowMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000,000 gaps to sketch: skipped with -short")
+	}
+	const n, gaps = 1000, 100_000
+	before := liveHeap()
+	tr := heldRequests(t, n, gaps)
+	after := liveHeap()
+	held := int64(after) - int64(before)
+	t.Logf("window of %d requests of %d gaps: %d B live (%d B per request)", n, gaps, held, held/n)
+	assert.Less(t, held, int64(n*heldRequestBytes))
+	s := tr.Snapshot()
+	assert.Equal(t, n*gaps, s.ITL.Count)
+	runtime.KeepAlive(tr)
+}

@@ -213,8 +213,8 @@ func respUsage(u *jsonscan.Ints) usage {
 
 // chatUsage reads a chat completions usage object like respUsage. Most
 // providers count reasoning inside completion_tokens; xAI counts it beside
-// (total_tokens = prompt + completion + reasoning: UKGovernmentBEIS/inspect_ai
-// issue 5528, a recorded grok-3-mini usage 10 + 1328 + 307 = 1645), so the
+// (total_tokens = prompt + completion + reasoning: UKGovernmentBEIS/inspect_ai#5528,
+// a recorded grok-3-mini usage 10 + 1328 + 307 = 1645), so the
 // reasoning count is added to the output exactly when the total says so.
 func chatUsage(u *jsonscan.Ints) usage {
 	r := respUsage(u)

@@ -242,7 +242,7 @@ func TestScanCache(t *testing.T) {
 	}
 }
 
-// Issue 17 item 4: a proxy puts a placeholder usage (completion_tokens 0) on
+// A proxy puts a placeholder usage (completion_tokens 0) on
 // every content chunk and the real usage at the end. Ten content chunks
 // 10 ms apart are ten chunks, whatever the usage says: TTFT 10 ms, E2EL
 // 100 ms (the last content chunk), TPOT 90 ms / (31 − 1) = 3 ms, N = 31.

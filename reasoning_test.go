@@ -160,8 +160,8 @@ func TestTTFOBucketsFollowTheRole(t *testing.T) {
 }
 
 // N is never below the token-carrying chunks: a usage below them is the
-// server's fault, reported through otel.Handle (issue 10: response.incomplete
-// with output_tokens 0 after 16 deltas).
+// server's fault, reported through otel.Handle (a Responses API
+// response.incomplete with output_tokens 0 after 16 deltas).
 func TestUsageBelowChunks(t *testing.T) {
 	tests := []struct {
 		name     string

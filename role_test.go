@@ -95,8 +95,7 @@ func callStream(t *testing.T, rt http.RoundTripper, url string) {
 
 // TestHTTPWrappersDecideTheRole: NewTransport and Middleware record the
 // client-role instruments and NewHandler the server-role ones, whatever
-// the Tracker's WithRole says; Start keeps the Tracker's role (issue 21
-// item 3).
+// the Tracker's WithRole says; Start keeps the Tracker's role.
 func TestHTTPWrappersDecideTheRole(t *testing.T) {
 	client, server := RoleClient, RoleServer
 	noWrap := func(h http.Handler) http.Handler { return h }

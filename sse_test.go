@@ -167,7 +167,7 @@ func TestSSEInterpretErrors(t *testing.T) {
 }
 
 // Line endings are found in linear time: a long run of CR-only lines (no LF
-// anywhere) used to be rescanned for an LF once per line.
+// anywhere) is not rescanned for an LF once per line (quadratic).
 func TestSSEManyCROnlyLines(t *testing.T) {
 	const n = 200_000
 	in := bytes.Repeat([]byte("data: x\r\r"), n)

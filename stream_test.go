@@ -655,7 +655,7 @@ func (b *lateErrorBody) Close() error {
 // from another goroutine (http.Response.Body allows it) just as Read
 // applies an error frame that follows the end marker. Close reports the
 // stream as it was at the end marker, whichever comes first, and without a
-// data race (issue 10; run with -race -count=200).
+// data race (run with -race -count=200).
 func TestReaderCloseWhileAnErrorFrameArrivesAfterDone(t *testing.T) {
 	tr, reader := newTestTracker(t)
 	req := tr.Start(context.Background())
@@ -757,7 +757,7 @@ func TestReaderReadsTheClockOncePerRead(t *testing.T) {
 
 // TestReaderContextEndsAfterTheEndMarker: a caller that cancels its context
 // once it has read [DONE], before Close, got a complete answer: OK, not
-// Canceled (issue 17 item 9). synctest.Wait lets the context watcher run
+// Canceled. synctest.Wait lets the context watcher run
 // before Close, the order that lost the answer; run with -race.
 func TestReaderContextEndsAfterTheEndMarker(t *testing.T) {
 	tests := []struct {

@@ -26,7 +26,10 @@ import (
 )
 
 // ended returns the Records of the requests the Tracker ended, oldest first.
-func ended(tr *Tracker) []Record { return tr.win.appendRecords(nil, time.Time{}) }
+func ended(tr *Tracker) []Record {
+	recs, _ := tr.win.appendRecords(nil, nil, time.Time{})
+	return recs
+}
 
 // requestSets returns the requests counter by attribute set, each set
 // written "k=v k=v" in key order.
@@ -446,6 +449,8 @@ func TestTransportRequestAttributes(t *testing.T) {
 			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"a model name too long", "https://api.openai.com/v1/chat/completions", `{"model":"` + strings.Repeat("m", 300) + `"}`, nil, nil,
 			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
+		{"a model name over the read-ahead bound", "https://api.openai.com/v1/chat/completions", `{"model":"` + strings.Repeat("m", maxRequestBytes+10) + `"}`, nil, nil,
+			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"unknown endpoint: nothing automatic", "https://example.com/generate", `{"model":"m"}`, nil, nil,
 			"gen_ai.request.model=m llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"body not JSON", "https://api.openai.com/v1/chat/completions", `model=x`, nil, nil,
@@ -616,7 +621,7 @@ func TestNewTransportNilArguments(t *testing.T) {
 
 // A transport error is returned unchanged: the cause of a context ended
 // with context.WithCancelCause (errgroup's) reaches the caller, while the
-// outcome is still Canceled (issue 17 item 7).
+// outcome is still Canceled.
 func TestTransportKeepsTheBaseError(t *testing.T) {
 	cause := errors.New("sibling failed")
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -646,7 +651,7 @@ func TestTransportKeepsTheBaseError(t *testing.T) {
 // TestBothSidesChooseTheSameDecoder: NewHandler and NewTransport measure
 // the same answer alike, whatever Content-Type the handler sets or leaves
 // to net/http (a JSON answer without one reaches the client as
-// text/plain): one rule on both sides (issue 17 item 8).
+// text/plain): one rule on both sides.
 func TestBothSidesChooseTheSameDecoder(t *testing.T) {
 	jsonAnswer := `{"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":11,"completion_tokens":22}}`
 	for _, tc := range []struct {
@@ -698,7 +703,7 @@ func TestBothSidesChooseTheSameDecoder(t *testing.T) {
 // TestTransportRedirectIsOneRequest: a POST answered with a 307 (or 308),
 // which http.Client follows, is one request measured from its first hop:
 // the hop is not recorded, so one perfect call meets its SLO once, not
-// half the time (issue 17 item 11).
+// half the time.
 func TestTransportRedirectIsOneRequest(t *testing.T) {
 	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		t.Run(strconv.Itoa(code), func(t *testing.T) {

@@ -4,31 +4,49 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/llmmetrics/llmmetrics/internal/stats"
 )
 
 // window keeps the most recently ended requests for Snapshot: a ring of at
 // most n records (n > 0), of which those that ended within age of the
-// Snapshot (age 0: all) are summarized. Its memory is bounded by n records
-// (and the ITL lists they hold).
+// Snapshot (age 0: all) are summarized. Its memory is bounded by n held
+// requests of about 8.5 KiB at most each, whatever their length: a
+// request's ITL list is kept whole up to stats.SketchPoints (1,024) gaps;
+// a longer one is kept as a stats.GapSketch of 1,024 points (its ITL field
+// is then nil in the window).
 type window struct {
 	age time.Duration
 
 	mu   sync.Mutex
-	ring []Record
+	ring []held
 	next int // index the next record goes to
 	full bool
 }
 
-func newWindow(n int, age time.Duration) *window {
-	return &window{age: age, ring: make([]Record, n)}
+// held is one request of the window: its Record, and the sketch of its
+// gaps when they were too many to keep (r.ITL is then nil).
+type held struct {
+	r  Record
+	sk *stats.GapSketch
 }
 
-// add keeps r, with its own copy of the ITL list: the caller's Record is
-// the caller's to sort or change.
+func newWindow(n int, age time.Duration) *window {
+	return &window{age: age, ring: make([]held, n)}
+}
+
+// add keeps r, with its own copy of the ITL list (the caller's Record is
+// the caller's to sort or change), or a sketch of it when it is longer
+// than stats.SketchPoints; the sketch is built before the lock is taken.
 func (w *window) add(r Record) {
-	r.ITL = slices.Clone(r.ITL)
+	h := held{r: r}
+	if len(r.ITL) > stats.SketchPoints {
+		h.sk, h.r.ITL = stats.NewGapSketch(r.ITL), nil
+	} else {
+		h.r.ITL = slices.Clone(r.ITL)
+	}
 	w.mu.Lock()
-	w.ring[w.next] = r
+	w.ring[w.next] = h
 	w.next++
 	if w.next == len(w.ring) {
 		w.next, w.full = 0, true
@@ -37,30 +55,39 @@ func (w *window) add(r Record) {
 }
 
 // appendRecords appends the records that ended at or after now − age to
-// dst, oldest first, and returns it.
-func (w *window) appendRecords(dst []Record, now time.Time) []Record {
+// dst, oldest first, and the sketches of the completed ones among them to
+// sks, and returns both.
+func (w *window) appendRecords(dst []Record, sks []*stats.GapSketch, now time.Time) ([]Record, []*stats.GapSketch) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	keep := func(r Record) bool { return w.age <= 0 || !r.End.Before(now.Add(-w.age)) }
-	if w.full {
-		for _, r := range w.ring[w.next:] {
-			if keep(r) {
-				dst = append(dst, r)
+	keep := func(h *held) {
+		if w.age <= 0 || !h.r.End.Before(now.Add(-w.age)) {
+			dst = append(dst, h.r)
+			if h.sk != nil && h.r.Outcome == OutcomeOK {
+				sks = append(sks, h.sk)
 			}
 		}
 	}
-	for _, r := range w.ring[:w.next] {
-		if keep(r) {
-			dst = append(dst, r)
+	if w.full {
+		for i := range w.ring[w.next:] {
+			keep(&w.ring[w.next+i])
 		}
 	}
-	return dst
+	for i := range w.ring[:w.next] {
+		keep(&w.ring[i])
+	}
+	return dst, sks
 }
 
 // Snapshot summarizes the recently ended requests kept by the Tracker's
 // window (WithWindow: by default the last DefaultWindowRequests requests
 // that ended within DefaultWindowAge): a live view whose memory does not
-// grow with traffic. The Summary uses the Tracker's SLO and Summarize's
+// grow with traffic: a request of more than 1,024 ITL gaps is held as a
+// fixed-size sketch of them, so each held request costs at most about
+// 8.5 KiB however long it streamed (docs/definitions.md states the
+// accuracy: below that length the ITL figures are exact, above it count,
+// mean, min and max stay exact and each percentile is within about 0.1%
+// of the sketched gaps in rank). The Summary uses the Tracker's SLO and Summarize's
 // defaults (its Duration spans the window's requests, first Start to last
 // End). With the window off it returns an empty Summary. Safe for
 // concurrent use with everything else; it copies the window under a short
@@ -70,8 +97,22 @@ func (t *Tracker) Snapshot() Summary { return t.SnapshotAt(t.cfg.now()) }
 // SnapshotAt is Snapshot with an explicit "now" for the age bound.
 func (t *Tracker) SnapshotAt(now time.Time) Summary {
 	var records []Record
+	var sks []*stats.GapSketch
 	if t.win != nil {
-		records = t.win.appendRecords(nil, now)
+		records, sks = t.win.appendRecords(nil, nil, now)
 	}
-	return Summarize(records, SummaryOptions{SLO: t.cfg.slo})
+	opts := SummaryOptions{SLO: t.cfg.slo}
+	s := Summarize(records, opts)
+	if len(sks) > 0 {
+		// Some requests' gaps are held as sketches: the ITL distribution
+		// combines the whole lists and the sketches.
+		itl := stats.Mixed(len(records), func(i int) []time.Duration {
+			if records[i].Outcome != OutcomeOK {
+				return nil
+			}
+			return records[i].ITL
+		}, sks, cleanPercentiles(opts.Percentiles))
+		s.ITL = distribution(&itl, cleanPercentiles(opts.Percentiles))
+	}
+	return s
 }

@@ -2,8 +2,12 @@ package llmmetrics
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/llmmetrics/llmmetrics/internal/stats"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -78,4 +82,107 @@ func TestSnapshotOwnsItsRecords(t *testing.T) {
 	rec.ITL[0] = time.Hour
 	s := tr.SnapshotAt(at(60))
 	assert.Equal(t, 20*time.Millisecond, s.ITL.Max)
+}
+
+// longRequest runs a request of n+1 chunks (n ITL gaps) from start, whose
+// gaps follow gap(i), and ends it with err.
+func longRequest(tr *Tracker, start time.Time, n int, gap func(i int) time.Duration, err error) Record {
+	r := tr.StartAt(context.Background(), start)
+	t := start.Add(time.Millisecond)
+	r.ChunkAt(t, 1)
+	for i := range n {
+		t = t.Add(gap(i))
+		r.ChunkAt(t, 1)
+	}
+	return r.EndAt(t, err)
+}
+
+// spread returns gaps of 1–40 ms in a fixed pseudo-random order.
+func spread(seed int) func(i int) time.Duration {
+	return func(i int) time.Duration {
+		x := uint64(i*2654435761+seed*40503) % 39_000
+		return time.Millisecond + time.Duration(x)*time.Microsecond
+	}
+}
+
+// TestSnapshotITLAroundTheCap: requests of up to stats.SketchPoints gaps
+// keep Snapshot's ITL exact (the Summarize of the Records End returned);
+// one more gap and the window holds a sketch of them: count, mean, min and
+// max stay exact, each percentile lies within the stated rank error of
+// the exact one, and the window holds no gap list for that request.
+func TestSnapshotITLAroundTheCap(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		gaps   []int // ITL gaps of each request
+		failed int   // index of a failed request (-1: none)
+	}{
+		{"at the cap: exact", []int{stats.SketchPoints, 10, stats.SketchPoints, 300}, -1},
+		{"one over the cap", []int{stats.SketchPoints + 1, 10, 300}, -1},
+		{"long requests", []int{20_000, 10, 5_000, 300, stats.SketchPoints}, -1},
+		{"a failed long request adds no gap", []int{20_000, 10, 5_000, 300}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, _ := newTestTracker(t, WithWindow(10, 0))
+			var recs []Record
+			slack, sketched, okSketched := 0, 0, 0
+			for i, n := range tc.gaps {
+				var err error
+				if i == tc.failed {
+					err = errors.New("boom")
+				}
+				recs = append(recs, longRequest(tr, at(float64(1000*i)), n, spread(i), err))
+				if n > stats.SketchPoints {
+					sketched++
+					if err == nil {
+						okSketched++
+						slack += (n + stats.SketchPoints - 1) / stats.SketchPoints
+					}
+				}
+			}
+			want := Summarize(recs, SummaryOptions{})
+			got := tr.SnapshotAt(at(1e9))
+			held, sks := tr.win.appendRecords(nil, nil, at(1e9))
+			nilLists := 0
+			for _, r := range held {
+				if r.ITL == nil {
+					nilLists++
+				}
+			}
+			assert.Equal(t, sketched, nilLists, "the window holds no list for a sketched request")
+			assert.Len(t, sks, okSketched, "a failed request's sketch is left out")
+			if sketched == 0 {
+				assert.Equal(t, want, got, "below the cap Snapshot is Summarize")
+				return
+			}
+			w, g := want.ITL, got.ITL
+			assert.Equal(t, w.Count, g.Count)
+			assert.Equal(t, w.Mean, g.Mean)
+			assert.Equal(t, w.Min, g.Min)
+			assert.Equal(t, w.Max, g.Max)
+			assert.InDelta(t, float64(w.Std), float64(g.Std), 1, "std within a nanosecond")
+			// Every other figure does not depend on the gaps.
+			want.ITL, got.ITL = Distribution{}, Distribution{}
+			assert.Equal(t, want, got)
+
+			all := allGaps(recs)
+			for _, pv := range g.Percentiles {
+				i, _ := stats.VirtualIndex(len(all), pv.P)
+				lo, hi := all[max(i-slack, 0)], all[min(i+1+slack, len(all)-1)]
+				assert.GreaterOrEqual(t, pv.Value, lo, "p%v", pv.P)
+				assert.LessOrEqual(t, pv.Value, hi, "p%v", pv.P)
+			}
+		})
+	}
+}
+
+// allGaps returns the sorted ITL gaps of the OK records.
+func allGaps(recs []Record) []time.Duration {
+	var all []time.Duration
+	for _, r := range recs {
+		if r.Outcome == OutcomeOK {
+			all = append(all, r.ITL...)
+		}
+	}
+	slices.Sort(all)
+	return all
 }

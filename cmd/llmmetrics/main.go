@@ -9,7 +9,9 @@
 //	go install github.com/llmmetrics/llmmetrics/cmd/llmmetrics@latest
 //
 // Exit status: 0 on success (every objective passed), 1 when an objective
-// or the SLO failed (report), 2 on bad flags or bad input.
+// or the SLO failed (report) or the run could not be done (bench: the
+// endpoint does not answer with a token stream, or every request of a
+// repeat failed), 2 on bad flags or bad input, 130 when interrupted.
 package main
 
 import (

@@ -21,7 +21,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-// How these tests stay deterministic (issues 10, 13): every test has its own
+// How these tests stay deterministic: every test has its own
 // servers, its own upstream http.Transport and its own client
 // (srv.Client()), never http.DefaultTransport or http.DefaultClient;
 // servers are closed by t.Cleanup in reverse order of creation (gateway,
@@ -386,7 +386,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestGatewayStreamsWhileTheTransportStillReadsTheRequestBody pins the
-// interleaving behind the gateway's flaky "unexpected EOF" (issues 10, 13): the
+// interleaving behind an "unexpected EOF" through a proxy (golang/go#40747): the
 // gateway's response to its client starts while the upstream transport is
 // still reading the request body. After writing the declared Content-Length
 // the transport always reads once more, to check the body is not longer

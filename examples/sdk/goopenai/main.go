@@ -6,8 +6,8 @@
 // Without -url it talks to llmmetricstest's fake server; with -url it
 // talks to any OpenAI-compatible API (OPENAI_API_KEY is the key):
 //
-//	go run ./sdk/goopenai
-//	go run ./sdk/goopenai -url https://api.openai.com/v1 -model gpt-4o-mini
+//	go run ./examples/sdk/goopenai
+//	go run ./examples/sdk/goopenai -url https://api.openai.com/v1 -model gpt-4o-mini
 package main
 
 import (

@@ -6,8 +6,8 @@
 // Without -url it talks to llmmetricstest's fake server; with -url it
 // talks to an Ollama server:
 //
-//	go run ./sdk/ollama
-//	go run ./sdk/ollama -url http://localhost:11434 -model llama3.2
+//	go run ./examples/sdk/ollama
+//	go run ./examples/sdk/ollama -url http://localhost:11434 -model llama3.2
 package main
 
 import (

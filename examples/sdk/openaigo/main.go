@@ -6,8 +6,8 @@
 // Without -url it talks to llmmetricstest's fake server; with -url it
 // talks to any OpenAI-compatible API (OPENAI_API_KEY is the key):
 //
-//	go run ./sdk/openaigo
-//	go run ./sdk/openaigo -url https://api.openai.com/v1 -model gpt-4o-mini
+//	go run ./examples/sdk/openaigo
+//	go run ./examples/sdk/openaigo -url https://api.openai.com/v1 -model gpt-4o-mini
 package main
 
 import (

@@ -104,7 +104,7 @@ func TestOpenAIGoResponses(t *testing.T) {
 // README loop (ChatCompletionAccumulator, then chunk.Choices[0] when
 // there is one) sees only chunks with choices when the caller did not ask
 // for the usage chunk, and the usage chunk when it did; the Record has the
-// server's exact usage either way (issue 17 item 3).
+// server's exact usage either way.
 func TestOpenAIGoStreamWithIncludeUsage(t *testing.T) {
 	for _, callerAsks := range []bool{false, true} {
 		t.Run(map[bool]string{false: "library asks", true: "caller asks"}[callerAsks], func(t *testing.T) {

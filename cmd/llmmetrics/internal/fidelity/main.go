@@ -142,7 +142,8 @@ func runLadder(ctx context.Context, ladder string, tokens int, every, ttft time.
 			return fmt.Errorf("bench exited %d", code)
 		}
 		used := cpuTime() - cpu0 // both waves: 2n requests
-		b, err := get(hc, base+"/truth?skip="+strconv.Itoa(n))
+		// Skip bench's preflight request, then the warm-up wave.
+		b, err := get(hc, base+"/truth?skip="+strconv.Itoa(n+1))
 		if err != nil {
 			return err
 		}

@@ -81,7 +81,7 @@ func TestAIPerfBadInput(t *testing.T) {
 // for every fixture line the fast path takes, and it takes the plain ones.
 func TestAIPerfFastPathAgrees(t *testing.T) {
 	fast := 0
-	for _, name := range []string{"testdata/aiperf_docs.jsonl", "testdata/aiperf_derived.jsonl"} {
+	for _, name := range []string{"testdata/aiperf_docs.jsonl", "testdata/aiperf_derived.jsonl", "testdata/aiperf_20251009.jsonl"} {
 		for i, line := range readLines(t, name) {
 			var (
 				j jsonscan.Scanner
@@ -99,5 +99,5 @@ func TestAIPerfFastPathAgrees(t *testing.T) {
 			assert.Equal(t, want, rec, "%s line %d", name, i+1)
 		}
 	}
-	assert.Equal(t, 3, fast) // the three successful streaming records
+	assert.Equal(t, 5, fast) // the five successful streaming records
 }

@@ -197,3 +197,20 @@ func TestWrongFormatIsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// The counts by error type stay small whatever a file names.
+func TestErrorTypesBounded(t *testing.T) {
+	r := &run{}
+	for i := range 1000 {
+		r.countErrorType(strings.Repeat("x", i%100) + string(rune('a'+i%26)))
+	}
+	r.countErrorType("")
+	assert.LessOrEqual(t, len(r.errorTypes), maxErrorTypes+2)
+	assert.Equal(t, 1, r.errorTypes["unknown"])
+	total := 0
+	for k, n := range r.errorTypes {
+		assert.LessOrEqual(t, len(k), 64)
+		total += n
+	}
+	assert.Equal(t, 1001, total)
+}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"time"
@@ -40,23 +41,46 @@ type ipRequest struct {
 				InputTokens float64 `json:"input_tokens"`
 			} `json:"text"`
 		} `json:"request_metrics"`
-		ResponseMetrics *struct {
-			OutputTokens float64 `json:"output_tokens"`
-			ServerUsage  *struct {
-				PromptTokens        *float64 `json:"prompt_tokens"`
-				CompletionTokens    *float64 `json:"completion_tokens"`
-				PromptTokensDetails *struct {
-					CachedTokens float64 `json:"cached_tokens"`
-				} `json:"prompt_tokens_details"`
-			} `json:"server_usage"`
-			ChunkTimes       []float64 `json:"chunk_times"`
-			OutputTokenTimes []float64 `json:"output_token_times"`
-		} `json:"response_metrics"`
+		ResponseMetrics *ipResponse `json:"response_metrics"` // v0.6 and later
+		ResponseInfo    *ipResponse `json:"response_info"`    // v0.5
+		// v0.1.1 to v0.4: the response's figures in info itself.
+		OutputTokens     *float64  `json:"output_tokens"`
+		OutputTokenTimes []float64 `json:"output_token_times"`
 	} `json:"info"`
 	Error *struct {
 		ErrorType string `json:"error_type"`
 		ErrorMsg  string `json:"error_msg"`
 	} `json:"error"`
+}
+
+// ipResponse is inference-perf's ResponseMetrics (v0.5: response_info).
+type ipResponse struct {
+	OutputTokens float64 `json:"output_tokens"`
+	ServerUsage  *struct {
+		PromptTokens        *float64 `json:"prompt_tokens"`
+		CompletionTokens    *float64 `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens float64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"server_usage"`
+	ChunkTimes       []float64 `json:"chunk_times"`
+	OutputTokenTimes []float64 `json:"output_token_times"`
+}
+
+// response returns the response's figures wherever the version put them.
+func (q *ipRequest) response() *ipResponse {
+	in := q.Info
+	switch {
+	case in == nil:
+		return nil
+	case in.ResponseMetrics != nil:
+		return in.ResponseMetrics
+	case in.ResponseInfo != nil:
+		return in.ResponseInfo
+	case in.OutputTokens != nil || in.OutputTokenTimes != nil:
+		return &ipResponse{OutputTokens: *cmp.Or(in.OutputTokens, new(float64)), OutputTokenTimes: in.OutputTokenTimes}
+	}
+	return nil
 }
 
 func decodeInferencePerf(fr *fileRun) error {
@@ -108,10 +132,10 @@ func ipRecord(q *ipRequest) (rec llmmetrics.Record, server bool, err error) {
 			rec.ErrorType = "_OTHER"
 		}
 	}
-	in := q.Info
-	if in == nil || in.ResponseMetrics == nil {
+	in, rm := q.Info, q.response()
+	if rm == nil {
 		if rec.Outcome == llmmetrics.OutcomeOK {
-			return rec, false, errors.New("a successful request without info.response_metrics")
+			return rec, false, errors.New(`a successful request without its response's figures (info.response_metrics, info.response_info or info.output_tokens); inference-perf v0.1.0 saves none: its per-request file cannot be reported`)
 		}
 		return rec, false, nil
 	}
@@ -122,7 +146,6 @@ func ipRecord(q *ipRequest) (rec llmmetrics.Record, server bool, err error) {
 	case in.InputTokens != nil:
 		c.set(&rec.InputTokens, *in.InputTokens, "input_tokens")
 	}
-	rm := in.ResponseMetrics
 	c.set(&rec.OutputTokens, rm.OutputTokens, "output_tokens")
 	if u := rm.ServerUsage; u != nil {
 		if u.CompletionTokens != nil {

@@ -51,3 +51,50 @@ func TestInferencePerfErrors(t *testing.T) {
 	assert.Contains(t, out, "without chunk times (non-streaming)")
 	assert.Contains(t, out, "server's usage.completion_tokens")
 }
+
+// testdata/inference_perf_v04.json (v0.1.1 to v0.4.0: the response's
+// figures in info itself, no server usage) holds the requests of
+// inference_perf_errors.json: request 0 has inference-perf's own count of
+// 5 tokens and 48 input tokens, so TPOT (400/4 + 0) / 2 = 50 ms.
+func TestInferencePerfV04(t *testing.T) {
+	s := summaryOf(t, "testdata/inference_perf_v04.json")
+	assert.Equal(t, 3, s.Requests)
+	assert.Equal(t, 2, s.Completed)
+	assert.Equal(t, 1, s.Failed)
+	assert.Equal(t, 1150*ms, s.Duration)
+	assert.Equal(t, 77, s.InputTokens) // 48 + 29
+	assert.Equal(t, 0, s.CachedInputTokens)
+	assert.Equal(t, 15, s.OutputTokens)
+	assert.Equal(t, 225*ms, s.TTFT.Mean)
+	assert.Equal(t, 425*ms, s.E2EL.Mean)
+	assert.Equal(t, 50*ms, s.TPOT.Mean)
+	assert.Equal(t, 2, s.ITL.Count)
+	assert.Equal(t, 200*ms, s.ITL.Mean)
+	_, out, _ := runReport(t, "testdata/inference_perf_v04.json")
+	assert.Contains(t, out, "by error_type: ClientResponseError ×1")
+}
+
+// testdata/inference_perf_v05.json (v0.5.0: info.response_info; a unary
+// response has no server usage): request 0 as in inference_perf_errors.json
+// (6 server tokens, 50 prompt tokens of which 32 cached), request 2 its 10
+// tokens and inference-perf's 29 input tokens.
+func TestInferencePerfV05(t *testing.T) {
+	s := summaryOf(t, "testdata/inference_perf_v05.json")
+	assert.Equal(t, 3, s.Requests)
+	assert.Equal(t, 2, s.Completed)
+	assert.Equal(t, 79, s.InputTokens) // 50 + 29
+	assert.Equal(t, 32, s.CachedInputTokens)
+	assert.Equal(t, 16, s.OutputTokens)
+	assert.Equal(t, 225*ms, s.TTFT.Mean)
+	assert.Equal(t, 425*ms, s.E2EL.Mean)
+	assert.Equal(t, 40*ms, s.TPOT.Mean) // (400/5 + 0) / 2
+	assert.Equal(t, 2, s.ITL.Count)
+}
+
+// inference-perf v0.1.0 saves no "info": nothing but the request's span,
+// which cannot be reported without a silent wrong number.
+func TestInferencePerfV010IsRefused(t *testing.T) {
+	code, _, errOut := runReport(t, "testdata/inference_perf_v010.json")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "inference-perf v0.1.0 saves none")
+}

@@ -39,7 +39,11 @@ type benchLine struct {
 
 func decodeRecords(fr *fileRun) error {
 	src := fr.src
-	levels := map[[2]any]bool{}
+	var (
+		rec        llmmetrics.Record // reused: its ITL keeps its storage
+		first      benchLine         // the first line's level
+		manyLevels bool
+	)
 	for {
 		line, n, err := src.nextLine()
 		if errors.Is(err, io.EOF) {
@@ -48,20 +52,24 @@ func decodeRecords(fr *fileRun) error {
 		if err != nil {
 			return err
 		}
-		var bl benchLine
+		rec = llmmetrics.Record{ITL: rec.ITL[:0]}
+		bl := benchLine{Record: &rec}
 		if err := src.unmarshalLine(line, &bl); err != nil {
 			return src.errorf(n, "malformed line: %v", err)
 		}
-		if bl.Record == nil {
+		if bl.Record == nil || !bytes.Contains(line, []byte(`"record"`)) {
 			return src.errorf(n, `malformed line: no "record"`)
 		}
-		levels[[2]any{bl.Mode, bl.Load}] = true
+		if first.Record == nil {
+			first = bl
+		}
+		manyLevels = manyLevels || bl.Mode != first.Mode || bl.Load != first.Load
 		at := func(format string, args ...any) error { return src.errorf(n, format, args...) }
-		if err := fr.emit(at, *bl.Record); err != nil {
+		if err := fr.emit(at, rec); err != nil {
 			return err
 		}
 	}
-	if len(levels) > 1 {
+	if manyLevels {
 		fr.note(src.name + ": holds several load levels, summarized here as one run")
 	}
 	return nil

@@ -228,14 +228,7 @@ func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmet
 	fr.run.sum.Add(rec)
 	fr.run.n++
 	if rec.Outcome != llmmetrics.OutcomeOK {
-		et := rec.ErrorType
-		if et == "" {
-			et = "unknown"
-		}
-		if fr.run.errorTypes == nil {
-			fr.run.errorTypes = map[string]int{}
-		}
-		fr.run.errorTypes[et]++
+		fr.run.countErrorType(rec.ErrorType)
 	}
 	return nil
 }
@@ -294,4 +287,22 @@ func (fr *fileRun) note(s string) {
 	if !slices.Contains(fr.run.notes, s) {
 		fr.run.notes = append(fr.run.notes, s)
 	}
+}
+
+// maxErrorTypes is how many distinct error types are counted apart; the
+// rest (and any longer than 64 bytes) are counted as "_OTHER", so that a
+// file cannot grow the count without bound.
+const maxErrorTypes = 64
+
+func (r *run) countErrorType(et string) {
+	if r.errorTypes == nil {
+		r.errorTypes = map[string]int{}
+	}
+	switch _, seen := r.errorTypes[et]; {
+	case et == "":
+		et = "unknown"
+	case len(et) > 64, !seen && len(r.errorTypes) >= maxErrorTypes:
+		et = "_OTHER"
+	}
+	r.errorTypes[et]++
 }

@@ -17,7 +17,7 @@ func init() {
 	formats = append(formats, &format{
 		name: "vllm",
 		detect: func(h []byte) bool {
-			return h[0] == '{' && (bytes.Contains(h, []byte(`"ttfts"`)) ||
+			return h[0] == '{' && (bytes.Contains(h, []byte(`"ttfts"`)) || bytes.Contains(h, []byte(`"input_lens"`)) ||
 				bytes.Contains(h, []byte(`"num_prompts"`)) && bytes.Contains(h, []byte(`"model_id"`)))
 		},
 		decode: decodeVLLM,
