@@ -51,6 +51,8 @@ type Level struct {
 	// Server is what the model server's Prometheus endpoints reported
 	// during the level (absent: no endpoint, or nothing recognised).
 	Server *saturation.Server `json:"server,omitempty"`
+	// Lengths compares the asked and the actual lengths.
+	Lengths *Lengths `json:"lengths,omitempty"`
 
 	repeats []llmmetrics.Summary // each repeat's own Summary, for the saturation analysis
 }
@@ -61,6 +63,7 @@ type Results struct {
 	Target           string                 `json:"target"`
 	Model            string                 `json:"model"`
 	Mode             Mode                   `json:"mode"`
+	Workload         *Workload              `json:"workload,omitempty"`
 	SLO              llmmetrics.SLO         `json:"slo"`
 	Objectives       []llmmetrics.Objective `json:"objectives,omitempty"`
 	AttainmentTarget float64                `json:"attainment_target"`
@@ -95,6 +98,9 @@ func (b *bench) results() Results {
 		l.MeetsSLO = levelReport(r.Saturation, l.Load).MeetsSLO
 	}
 	r.Cost = costAt(b.o.hourlyCost, ls)
+	if b.wl != nil {
+		r.Workload = b.workloadResults()
+	}
 	return r
 }
 
@@ -136,8 +142,11 @@ func ms(d time.Duration, ok bool) string {
 
 // unit names a load.
 func unit(m Mode) string {
-	if m == ModeRate {
+	switch m {
+	case ModeRate:
 		return "requests/s"
+	case ModeReplay:
+		return "× the trace's speed"
 	}
 	return "concurrent requests"
 }

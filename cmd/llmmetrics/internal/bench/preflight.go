@@ -14,7 +14,7 @@ import (
 // written before it passes.
 func (b *bench) preflight(ctx context.Context) error {
 	var rec llmmetrics.Record
-	s := b.send(ctx, b.requestBody(0, 0, 0), &rec, true)
+	s := b.send(ctx, b.preflightBody(), &rec, keepHead)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()

@@ -6,22 +6,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/servermetrics"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/workload"
 	"github.com/llmmetrics/llmmetrics/llmmetricstest"
 	"github.com/llmmetrics/llmmetrics/saturation"
 	"go.opentelemetry.io/otel/sdk/metric"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Mode says what a level's load is.
@@ -53,6 +51,12 @@ type bench struct {
 
 	levels []*Level // measured levels, in the order they ran
 
+	wl         *workload.Workload // what each request is
+	counting   string             // how prompts are sized (calibration.how)
+	warnedIn   bool               // the input-length warning was given
+	warnedOut  bool               // the short-output warning was given
+	warnedLong bool               // the long-output warning was given
+
 	watcher  *servermetrics.Watcher // nil: no -server-metrics and no fake server
 	warnMu   sync.Mutex             // guards warnings (the watcher's goroutine adds)
 	warnings []string
@@ -77,7 +81,7 @@ func newBench(o options, e env) (*bench, error) {
 	var base, freshBase http.RoundTripper = newHTTPTransport(), newHTTPTransport()
 	freshBase.(*http.Transport).DisableKeepAlives = true
 	b.target = o.url
-	b.url = strings.TrimSuffix(o.url, "/") + "/chat/completions"
+	b.url = apiURL(o.url, o.wl.api, o.model, false)
 	if o.url == "" {
 		// The fake server's default KV budget (4,096 tokens) starts
 		// preempting right at 16 requests of this size (~300 tokens each),
@@ -87,8 +91,13 @@ func newBench(o options, e env) (*bench, error) {
 		// the steps below it well above the knee threshold (8 → 16 gains
 		// ~75 % of linear scaling, not ~52 %), so CPU contention on the
 		// client cannot move the verdict to 16.
-		b.fake = e.newFake(llmmetricstest.ServerConfig{Speedup: o.speedup, Seed: o.seed, KVBudget: 6144, BatchSlowdown: 0.02})
-		b.url, b.target = b.fake.URL+"/v1/chat/completions", "llmmetricstest fake server"
+		cfg := llmmetricstest.ServerConfig{Speedup: o.speedup, Seed: o.seed, KVBudget: 6144, BatchSlowdown: 0.02}
+		if o.wl.sharesPrefixes() {
+			// Its prefix cache follows the prompts' content, as vLLM's.
+			cfg.PrefixCacheBlocks = fakePrefixCacheBlocks
+		}
+		b.fake = e.newFake(cfg)
+		b.target = "llmmetricstest fake server"
 		if e.inMemory {
 			base = b.fake.Client().Transport // only its own transport reaches it
 			freshBase = base
@@ -96,6 +105,10 @@ func newBench(o options, e env) (*bench, error) {
 		if b.model == "" {
 			b.model = b.fake.Config().Model
 		}
+		b.url = apiURL(b.fake.URL, o.wl.api, b.model, true)
+	}
+	if e.wrap != nil {
+		base, freshBase = e.wrap(base), e.wrap(freshBase)
 	}
 	b.hc = &http.Client{Transport: llmmetrics.NewTransport(tracker, base)}
 	b.fresh = &http.Client{Transport: llmmetrics.NewTransport(tracker, freshBase)}
@@ -267,6 +280,7 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 		if err := b.writeRecords(load, r, rep); err != nil {
 			return l, err
 		}
+		b.noteLengths(l, rep.records, rep.metas)
 		s := llmmetrics.Summarize(rep.records, llmmetrics.SummaryOptions{SLO: b.o.slo})
 		all, msgs = append(all, rep.records...), append(msgs, rep.msgs...)
 		total += s.Duration
@@ -378,6 +392,13 @@ func waitingBeforeEngine(inFlight float64, srv *saturation.Server) *float64 {
 
 // requests returns how many requests a repeat of load measures.
 func (b *bench) requests(load float64) int {
+	if b.o.mode == ModeReplay {
+		n := b.wl.Info().Entries
+		if b.o.requests > 0 {
+			n = min(n, b.o.requests)
+		}
+		return n
+	}
 	if b.o.requests > 0 {
 		return b.o.requests
 	}
@@ -390,6 +411,8 @@ func (b *bench) requests(load float64) int {
 // warmups returns how many warm-up requests a repeat of load runs first.
 func (b *bench) warmups(load float64) int {
 	switch {
+	case b.o.mode == ModeReplay:
+		return 0 // the trace is replayed once, from its start
 	case b.o.warmup >= 0:
 		return b.o.warmup
 	case b.o.mode == ModeRate:
@@ -403,78 +426,21 @@ type repeatResult struct {
 	records []llmmetrics.Record // the measured requests (warm-up excluded), in the order sent
 	msgs    []string            // why each failed ("" for an OK one)
 	retries int                 // measured requests sent twice (see send)
-}
-
-// runRepeat runs one repeat of a level: the warm-up requests, then the
-// measured ones. Each request's body is built when it is sent.
-func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeatResult, error) {
-	warm, n := b.warmups(load), b.requests(load)
-	total := warm + n
-	records := make([]llmmetrics.Record, total)
-	msgs := make([]string, total)
-	var done, tokens, retries atomic.Int64
-	flight := newInFlight(total)
-	send := func(i int) {
-		flight.start(i)
-		s := b.send(ctx, b.requestBody(load, repeat, i), &records[i], false)
-		flight.end(i)
-		if i < warm {
-			return
-		}
-		tokens.Add(int64(records[i].OutputTokens))
-		done.Add(1)
-		if s.retried {
-			retries.Add(1)
-		}
-		if records[i].Outcome != llmmetrics.OutcomeOK {
-			msgs[i] = s.msg
-		}
-	}
-	stop := b.prog.watch(b.o.mode, load, repeat, n, &done, &tokens, flight)
-	defer stop()
-	var wg sync.WaitGroup
-	switch b.o.mode {
-	case ModeRate:
-		rng := rand.New(rand.NewPCG(b.o.seed, uint64(load*1000)<<8|uint64(repeat)))
-		gaps := distuv.Gamma{Alpha: b.o.burstiness, Beta: b.o.burstiness * load, Src: rng}
-		next := time.Now()
-		for i := range total {
-			if i > 0 {
-				next = next.Add(time.Duration(gaps.Rand() * float64(time.Second)))
-			}
-			t := time.NewTimer(time.Until(next))
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				wg.Wait()
-				return repeatResult{}, ctx.Err()
-			}
-			wg.Go(func() { send(i) })
-		}
-	default:
-		var next atomic.Int64
-		for range int(load) {
-			wg.Go(func() {
-				for i := int(next.Add(1) - 1); i < total && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-					send(i)
-				}
-			})
-		}
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return repeatResult{}, err
-	}
-	return repeatResult{records: records[warm:], msgs: msgs[warm:], retries: int(retries.Load())}, nil
+	metas   []reqMeta           // what each asked for
 }
 
 // recordLine is one line of records.jsonl (docs/command.md).
 type recordLine struct {
-	Mode   Mode              `json:"mode"`
-	Load   float64           `json:"load"`
-	Repeat int               `json:"repeat"`
-	Record llmmetrics.Record `json:"record"`
+	Mode   Mode    `json:"mode"`
+	Load   float64 `json:"load"`
+	Repeat int     `json:"repeat"`
+	// What the request asked for (workload.Request).
+	AskedInputTokens  int               `json:"asked_input_tokens"`
+	AskedOutputTokens int               `json:"asked_output_tokens,omitempty"`
+	PrefixGroup       *int              `json:"prefix_group,omitempty"`
+	Session           int               `json:"session"`
+	Turn              int               `json:"turn"`
+	Record            llmmetrics.Record `json:"record"`
 	// Error says why a failed request failed, in a few words (the
 	// record's error_type is its short, stable name).
 	Error string `json:"error,omitempty"`
@@ -485,7 +451,13 @@ func (b *bench) writeRecords(load float64, repeat int, rep repeatResult) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for i, r := range rep.records {
-		if err := enc.Encode(recordLine{Mode: b.o.mode, Load: load, Repeat: repeat, Record: r, Error: rep.msgs[i]}); err != nil {
+		m := rep.metas[i]
+		line := recordLine{Mode: b.o.mode, Load: load, Repeat: repeat, Record: r, Error: rep.msgs[i], AskedInputTokens: m.askedIn,
+			AskedOutputTokens: m.askedOut, Session: m.session, Turn: m.turn}
+		if m.group >= 0 {
+			line.PrefixGroup = &m.group
+		}
+		if err := enc.Encode(line); err != nil {
 			return err
 		}
 	}
@@ -495,6 +467,8 @@ func (b *bench) writeRecords(load float64, repeat int, rep repeatResult) error {
 
 func (b *bench) describeLoads() string {
 	switch {
+	case b.o.mode == ModeReplay:
+		return fmt.Sprintf("at %g× the recorded times", b.o.wl.timeScale)
 	case b.o.search:
 		return fmt.Sprintf("search from %g (doubling, then bisection to %g%%)", b.o.loads[0], 100*b.o.searchPrecision)
 	case b.o.auto:
