@@ -311,6 +311,7 @@ func run(ctx context.Context, args []string, e env) int {
 		return exitFailed
 	}
 	defer b.close()
+	b.args = args
 	if err := b.checkWorkload(ctx); err != nil {
 		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
 		return exitUsage

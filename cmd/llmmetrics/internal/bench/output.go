@@ -322,5 +322,8 @@ func (b *bench) writeFiles(r Results) error {
 	}
 	charts, err := writeCharts(dir, r)
 	b.written = append(b.written, charts...)
-	return err
+	if err != nil {
+		return err
+	}
+	return b.writePage(r)
 }

@@ -47,6 +47,7 @@ type bench struct {
 	fake    *llmmetricstest.Server
 	records *os.File // records.jsonl, appended after each repeat
 	written []string
+	args    []string // the command line after "bench", for report.html
 	prog    progress
 
 	levels []*Level // measured levels, in the order they ran
