@@ -48,21 +48,11 @@ func sseData(ev string) string {
 	return strings.Join(data, "\n")
 }
 
-// usageOnlyEvent reports whether ev's data is a JSON object with "choices"
-// an empty array and "usage" an object.
-func usageOnlyEvent(ev string) bool {
-	var chunk struct {
-		Choices *[]json.RawMessage `json:"choices"`
-		Usage   json.RawMessage    `json:"usage"`
-	}
-	data := sseData(ev)
-	return json.Unmarshal([]byte(data), &chunk) == nil && strings.HasPrefix(strings.TrimSpace(data), "{") &&
-		chunk.Choices != nil && len(*chunk.Choices) == 0 && strings.HasPrefix(string(chunk.Usage), "{")
-}
-
-// mayBeUsageOnly is usageOnlyEvent's lenient twin, for what a fuzzer
-// makes: a JSON object that has both members (a duplicate member, which
-// encoding/json reads last-wins, may be read otherwise by the filter).
+// mayBeUsageOnly reports whether ev's data is a JSON object with both
+// "choices" and "usage": what the filter may leave out (lenient on their
+// values: a duplicate member, which encoding/json reads last-wins, may be
+// read otherwise by the filter; the exact rule is checked on known
+// streams).
 func mayBeUsageOnly(ev string) bool {
 	var m map[string]json.RawMessage
 	data := sseData(ev)
