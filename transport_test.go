@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -766,4 +767,76 @@ func activeSum(t *testing.T, r *sdkmetric.ManualReader) int64 {
 		}
 	}
 	return sum
+}
+
+// TestTransportRedirectLoopIsFailedCalls: a server that answers every
+// request with a 307 to itself. http.Client sends 10 requests per call and
+// gives up with "stopped after 10 redirects": each call is one failed
+// Record (error.type too_many_redirects) measured from its first hop, and
+// the requests counter counts it; 9 redirects (the most the client
+// follows) still end as the answer.
+func TestTransportRedirectLoopIsFailedCalls(t *testing.T) {
+	tr, reader := httpTracker(t)
+	var hits atomic.Int64
+	stream := testdataFile(t, "sse", "openai_chat.sse")
+	client, url := newLLMClient(t, tr, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		hits.Add(1)
+		if r.URL.Path == "/v1/chat/completions" || r.URL.Query().Get("n") == "" {
+			http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect) // to itself
+			return
+		}
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		if n > 0 {
+			http.Redirect(w, r, r.URL.Path+"?n="+strconv.Itoa(n-1), http.StatusTemporaryRedirect)
+			return
+		}
+		answer(200, "text/event-stream", stream)(w, r)
+	})
+	const calls = 20
+	for range calls {
+		resp, err := client.Do(post(t, t.Context(), url+"/v1/chat/completions", chatBody))
+		require.ErrorContains(t, err, "stopped after 10 redirects")
+		require.NotNil(t, resp)
+	}
+	require.Equal(t, int64(calls*10), hits.Load(), "http.Client sends 10 requests per call")
+	recs := ended(tr)
+	require.Len(t, recs, calls, "one Record per call")
+	for _, r := range recs {
+		assert.Equal(t, OutcomeError, r.Outcome)
+		assert.Equal(t, "too_many_redirects", r.ErrorType)
+	}
+	assert.Equal(t, map[string]int64{"error.type=too_many_redirects gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=error llmmetrics.role=client": calls},
+		requestSets(t, reader))
+	assert.Equal(t, int64(0), activeSum(t, reader), "no request left active")
+
+	// 9 redirects, then the answer: one OK Record.
+	resp, err := client.Do(post(t, t.Context(), url+"/v2/chat/completions?n=9", chatBody))
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+	recs = ended(tr)
+	require.Len(t, recs, calls+1)
+	assert.Equal(t, OutcomeOK, recs[calls].Outcome)
+	assert.Equal(t, 7, recs[calls].OutputTokens)
+}
+
+// TestTransportFailureAfterAHop: a redirect to a server that refuses the
+// connection: the call is one failed Record, from its first hop.
+func TestTransportFailureAfterAHop(t *testing.T) {
+	tr, _ := httpTracker(t)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	client, url := newLLMClient(t, tr, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		http.Redirect(w, r, deadURL+"/v1/chat/completions", http.StatusTemporaryRedirect)
+	})
+	_, err := client.Do(post(t, t.Context(), url+"/v1/chat/completions", chatBody))
+	require.Error(t, err)
+	recs := ended(tr)
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomeError, recs[0].Outcome)
+	assert.NotEmpty(t, recs[0].ErrorType)
+	t.Logf("error.type %q", recs[0].ErrorType)
 }
