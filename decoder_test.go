@@ -199,9 +199,9 @@ func TestFixturesAreListed(t *testing.T) {
 	assert.Len(t, listed, len(names), "a listed fixture is missing from testdata/sse")
 }
 
-func openAI() Decoder { return NewOpenAIDecoder() }
+func openAI() Decoder { return newOpenAIDecoder() }
 
-func anthropic() Decoder { return NewAnthropicDecoder() }
+func anthropic() Decoder { return newAnthropicDecoder() }
 
 func readFixture(t testing.TB, name string) []byte {
 	t.Helper()

@@ -8,21 +8,21 @@ import "strings"
 // NewDecoder returns a new Decoder for one answer in protocol p, built with
 // opts. ProtocolGemini's decoder takes its framing from the body's first
 // byte that is not white space: '[' (or '{') is the JSON array that
-// streamGenerateContent sends without alt=sse (NewGeminiArrayDecoder),
-// anything else the alt=sse event stream (NewGeminiDecoder). An invalid p
+// streamGenerateContent sends without alt=sse, anything else the alt=sse
+// event stream. docs/decoders.md tells what each counts. An invalid p
 // gives nil (no frames: only the outcome and E2EL are measured).
 func (p Protocol) NewDecoder(opts ...DecoderOption) Decoder {
 	switch p {
 	case ProtocolOpenAI:
-		return NewOpenAIDecoder(opts...)
+		return newOpenAIDecoder(opts...)
 	case ProtocolAnthropic:
-		return NewAnthropicDecoder(opts...)
+		return newAnthropicDecoder(opts...)
 	case ProtocolGemini:
 		return &geminiAutoDecoder{opts: opts}
 	case ProtocolOllama:
-		return NewOllamaDecoder(opts...)
+		return newOllamaDecoder(opts...)
 	case ProtocolJSON:
-		return NewUsageDecoder(opts...)
+		return newUsageDecoder(opts...)
 	case ProtocolUnknown:
 		return newSniffDecoder(opts)
 	}

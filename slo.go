@@ -26,7 +26,7 @@ import (
 //   - TPOT bounds (LastToken − FirstToken) / (N − 1), compared without
 //     rounding. A request with N ≤ 1 has no TPOT and meets any TPOT limit.
 //   - ITL bounds the largest single gap between token-carrying chunks
-//     (Record.MaxITLGap): the "stutter" limit. A request with fewer than two
+//     (Record.MaxITL and Record.ITL): the "stutter" limit. A request with fewer than two
 //     chunks has no gap and meets it.
 //   - E2EL bounds the end-to-end latency (Record.E2EL). A record with
 //     neither a token nor an End has none and fails an E2EL limit.
@@ -139,7 +139,7 @@ func (s SLO) Check(r Record) SLOCheck {
 // from integer offsets (recMetrics.fast) and checks them with the same
 // SLO.check.
 type figures struct {
-	tok     bool          // HasToken()
+	tok     bool          // hasToken()
 	ttft    time.Duration // TTFT(), when tok
 	hasTTFO bool          // !FirstOutput.IsZero()
 	ttfo    time.Duration // TTFO(), when hasTTFO
@@ -150,7 +150,7 @@ type figures struct {
 
 // figures returns r's figures from its methods.
 func (r *Record) figures() figures {
-	f := figures{tok: r.HasToken(), decode: r.decode()}
+	f := figures{tok: r.hasToken(), decode: r.decode()}
 	f.ttft, _ = r.TTFT()
 	f.ttfo, f.hasTTFO = r.TTFO()
 	f.e2el, f.hasE2EL = r.E2EL()
@@ -177,7 +177,7 @@ func (s *SLO) check(r *Record, f *figures) SLOCheck {
 		c.TPOT = q < s.TPOT || (q == s.TPOT && rem == 0)
 	}
 	if s.ITL > 0 {
-		d, ok := r.MaxITLGap()
+		d, ok := r.maxITLGap()
 		c.ITL = !ok || d <= s.ITL
 	}
 	if s.E2EL > 0 {

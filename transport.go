@@ -25,8 +25,8 @@ import (
 // memory. A nil Tracker measures nothing.
 //
 // The returned RoundTripper is safe for concurrent use if base is.
-func NewTransport(t *Tracker, base http.RoundTripper, opts ...HTTPOption) http.RoundTripper {
-	return &transport{core: newHTTPCore(t, opts), base: base}
+func NewTransport(t *Tracker, base http.RoundTripper, opts ...TransportOption) http.RoundTripper {
+	return &transport{core: newHTTPCore(t, newTransportConfig(opts)), base: base}
 }
 
 type transport struct {
@@ -64,8 +64,8 @@ func (t *transport) CloseIdleConnections() {
 //
 // The SDKs run their middleware once per attempt, so each retry is its own
 // request. The returned function is safe for concurrent use.
-func Middleware(t *Tracker, opts ...HTTPOption) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-	c := newHTTPCore(t, opts)
+func Middleware(t *Tracker, opts ...TransportOption) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	c := newHTTPCore(t, newTransportConfig(opts))
 	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 		return c.roundTrip(req, nextFunc(next))
 	}
@@ -83,7 +83,7 @@ var errNoResponse = errors.New("llmmetrics: round trip returned no response and 
 
 // roundTrip measures one round trip of req through next.
 func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.Response, error) {
-	if c.t == nil || !c.cfg.filter(req) {
+	if c.t == nil || !c.cfg.measured(req) {
 		return next.RoundTrip(req)
 	}
 	start := c.t.cfg.now()
@@ -95,7 +95,7 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 	ep := c.endpointOf(req)
 	out, model, addedUsage := c.prepare(req, ep)
 	ctx := req.Context()
-	r := c.t.startAs(ctx, c.t.instFor(RoleClient), start, c.attrs(req, ep, model))
+	r := c.t.startAs(ctx, RoleClient, start, c.attrs(req, ep, model))
 
 	resp, err := next.RoundTrip(out)
 	switch {

@@ -58,8 +58,8 @@ func (w *window) appendRecords(dst []Record, now time.Time) []Record {
 }
 
 // Snapshot summarizes the recently ended requests kept by the Tracker's
-// window (WithWindow: by default the last DefaultWindowRequests requests
-// that ended within DefaultWindowAge): a live view whose memory does not
+// window (WithWindow: by default the last 1,000 requests
+// that ended within 5 minutes): a live view whose memory does not
 // grow with traffic. The Summary uses the Tracker's SLO and Summarize's
 // defaults (its Duration spans the window's requests, first Start to last
 // End). With the window off it returns an empty Summary. Safe for

@@ -72,7 +72,7 @@ func run(dir string) error {
 			if v, ok := r.TTFT(); ok {
 				ttft = append(ttft, float64(v)/float64(time.Millisecond))
 			}
-			if r.HasToken() && r.OutputTokens > 1 {
+			if !r.FirstToken.IsZero() && r.OutputTokens > 1 {
 				decode := float64(r.LastToken.Sub(r.FirstToken)) / float64(time.Millisecond)
 				tpot = append(tpot, decode/float64(r.OutputTokens-1))
 				weights = append(weights, float64(r.OutputTokens-1))
@@ -87,7 +87,7 @@ func run(dir string) error {
 			d.TPOTms = v
 		}
 		price := llmmetrics.Price{Input: 2.5, CachedInput: 1.25, Output: 10}
-		if d.Cost, err = price.Cost(d.Summary.InputTokens, d.Summary.InputTokens/10, d.Summary.OutputTokens); err != nil {
+		if d.Cost, err = price.Cost(llmmetrics.Usage{InputTokens: d.Summary.InputTokens, CachedInputTokens: d.Summary.InputTokens / 10, OutputTokens: d.Summary.OutputTokens}); err != nil {
 			return err
 		}
 		if err := enc.Encode(d); err != nil {
