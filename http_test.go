@@ -56,7 +56,7 @@ func TestDetectProtocol(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.path+" "+tc.ct, func(t *testing.T) {
-			assert.Equal(t, tc.want, DetectProtocol(tc.path, tc.ct))
+			assert.Equal(t, tc.want, detectProtocol(tc.path, tc.ct))
 		})
 	}
 }

@@ -79,7 +79,7 @@ func (c *httpConfig) measured(r *http.Request) bool {
 // request path (for a gateway with its own paths, say): a streamed answer is
 // decoded as p. A response whose Content-Type is application/json is still
 // one JSON answer (ProtocolJSON), and application/x-ndjson still Ollama's
-// stream; see DetectProtocol. Values other than the Protocol constants are
+// stream; docs/http.md has the table. Values other than the Protocol constants are
 // ignored. Default: the protocol the path tells.
 func WithProtocol(p Protocol) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
@@ -94,7 +94,7 @@ func WithProtocol(p Protocol) HTTPOption {
 // goroutine of the round trip (for NewHandler: with the request next got
 // and a response holding the status and header next wrote, no Body, when
 // the header is written). A nil result leaves the choice to the
-// automatic one (DetectProtocol and WithProtocol). A nil function is ignored.
+// automatic one (the Content-Type and path, and WithProtocol). A nil function is ignored.
 func WithDecoder(f func(req *http.Request, resp *http.Response) Decoder) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
 		if f != nil {

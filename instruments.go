@@ -53,12 +53,12 @@ type MetricNames struct {
 
 // Names of the instruments that are not (yet) in the GenAI conventions.
 const (
-	metricTTFO       = "llmmetrics.time_to_first_output_token"
-	metricServerITL  = "llmmetrics.inter_token_latency"
-	metricClientTPOT = "llmmetrics.time_per_output_token"
-	metricTokens     = "llmmetrics.tokens"
-	metricRequests   = "llmmetrics.requests"
-	metricActive     = "llmmetrics.requests.active"
+	metricTTFO                  = "llmmetrics.time_to_first_output_token"
+	metricServerITL             = "llmmetrics.inter_token_latency"
+	metricClientTPOT            = "llmmetrics.time_per_output_token"
+	metricTokens                = "llmmetrics.tokens"
+	metricRequests              = "llmmetrics.requests"
+	metricActive                = "llmmetrics.requests.active"
 	metricCachedInputTokens     = "llmmetrics.tokens.cached_input"
 	metricCacheWriteInputTokens = "llmmetrics.tokens.cache_write_input"
 )

@@ -29,7 +29,7 @@ func (p Protocol) NewDecoder(opts ...DecoderOption) Decoder {
 	return nil
 }
 
-// DetectProtocol chooses the protocol of an answer from the request's URL
+// detectProtocol chooses the protocol of an answer from the request's URL
 // path and the response's Content-Type, as NewTransport and Middleware do:
 //
 //	Content-Type              path                                              protocol
@@ -54,11 +54,11 @@ func (p Protocol) NewDecoder(opts ...DecoderOption) Decoder {
 // /api/v1/chat/completions, Groq's /openai/v1/…, vLLM's /v1/…); a query or
 // a trailing slash is ignored. Content-Type parameters (charset) and case
 // are ignored.
-func DetectProtocol(path, contentType string) Protocol {
+func detectProtocol(path, contentType string) Protocol {
 	return chooseProtocol(classifyPath(path), contentType)
 }
 
-// chooseProtocol applies the Content-Type rules of DetectProtocol to the
+// chooseProtocol applies the Content-Type rules of detectProtocol to the
 // endpoint ep (whose protocol may come from WithProtocol).
 func chooseProtocol(ep endpoint, contentType string) Protocol {
 	switch mediaTypeOf(contentType) {

@@ -16,7 +16,7 @@ import (
 //
 // Each round trip is one request, from the call of RoundTrip until the
 // response body ends: the body is wrapped as by NewReader, with the Decoder
-// chosen from the Content-Type and the request path (DetectProtocol,
+// chosen from the Content-Type and the request path (docs/http.md,
 // WithProtocol, WithDecoder). A status of 400 or more is OutcomeError with
 // error.type the status code; a transport error is returned unchanged. A
 // followed redirect is one request measured from its first hop. The
