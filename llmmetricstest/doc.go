@@ -103,4 +103,8 @@
 // Close aborts in-flight requests (their clients see a broken stream) and
 // waits for every goroutine the server started, so synctest.Test's check
 // that no goroutine outlives the bubble holds.
+//
+// docs/fakeserver.md in the repository tabulates the server's defaults, the
+// wire format of each API it speaks, and the saturation knee a concurrency
+// sweep shows.
 package llmmetricstest
