@@ -108,10 +108,12 @@ func (s SLO) limits() [5]namedLimit {
 // SLOCheck is the result of checking one Record against an SLO, threshold by
 // threshold, so a caller can see which limit a request missed. Each
 // threshold field is true when the limit is unset or the request's value
-// meets it, whatever the outcome; OK is true when the outcome is OutcomeOK.
+// meets it, whatever the outcome; Completed is true when the outcome is
+// OutcomeOK. Met combines them.
 type SLOCheck struct {
-	// OK is true when the request's outcome is OutcomeOK.
-	OK bool `json:"ok"`
+	// Completed is true when the request's outcome is OutcomeOK (the
+	// request completed); a failed or canceled request never meets an SLO.
+	Completed bool `json:"completed"`
 	// TTFT is true when the TTFT limit is unset or met.
 	TTFT bool `json:"ttft"`
 	// TTFO is true when the TTFO limit is unset or met.
@@ -124,9 +126,9 @@ type SLOCheck struct {
 	E2EL bool `json:"e2el"`
 }
 
-// Met reports whether the request is good: OK and within every limit. For
+// Met reports whether the request is good: Completed and within every limit. For
 // a Record r, slo.Check(r).Met() is the one way to ask "is r good?".
-func (c SLOCheck) Met() bool { return c.OK && c.TTFT && c.TTFO && c.TPOT && c.ITL && c.E2EL }
+func (c SLOCheck) Met() bool { return c.Completed && c.TTFT && c.TTFO && c.TPOT && c.ITL && c.E2EL }
 
 // Check evaluates r against every limit of s (see SLO for the rules).
 func (s SLO) Check(r Record) SLOCheck {
@@ -162,7 +164,7 @@ func (r *Record) figures() figures {
 // limit) is read from r only when that limit is set: it costs a pass over
 // the gaps.
 func (s *SLO) check(r *Record, f *figures) SLOCheck {
-	c := SLOCheck{OK: r.Outcome == OutcomeOK, TTFT: true, TTFO: true, TPOT: true, ITL: true, E2EL: true}
+	c := SLOCheck{Completed: r.Outcome == OutcomeOK, TTFT: true, TTFO: true, TPOT: true, ITL: true, E2EL: true}
 	if s.TTFT > 0 {
 		c.TTFT = f.tok && f.ttft <= s.TTFT
 	}

@@ -54,7 +54,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 		allOut = addSat(allOut, out, &sat)
 
 		c := opts.SLO.Check(*r)
-		if c.OK {
+		if c.Completed {
 			mTTFT += countIf(c.TTFT)
 			mTTFO += countIf(c.TTFO)
 			mTPOT += countIf(c.TPOT)
