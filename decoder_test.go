@@ -199,9 +199,9 @@ func TestFixturesAreListed(t *testing.T) {
 	assert.Len(t, listed, len(names), "a listed fixture is missing from testdata/sse")
 }
 
-func openAI() Decoder { return NewOpenAIDecoder() }
+func openAI() Decoder { return newOpenAIDecoder() }
 
-func anthropic() Decoder { return NewAnthropicDecoder() }
+func anthropic() Decoder { return newAnthropicDecoder() }
 
 func readFixture(t testing.TB, name string) []byte {
 	t.Helper()
@@ -337,14 +337,14 @@ func TestMalformedReportedOncePerStream(t *testing.T) {
 		in    string
 		first string // a substring of the first problem's text
 	}{
-		{"openai", func() Decoder { return NewOpenAIDecoder() },
+		{"openai", func() Decoder { return newOpenAIDecoder() },
 			"data: first\n\n" + repeat("data: x\n\n", `data: {"choices":[{"delta":{"content":"a"}}]}`+"\n\n"), `"first"`},
-		{"anthropic", func() Decoder { return NewAnthropicDecoder() },
+		{"anthropic", func() Decoder { return newAnthropicDecoder() },
 			"event: content_block_delta\ndata: first\n\n" + repeat("event: content_block_delta\ndata: x\n\n",
 				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n"), `"first"`},
-		{"gemini sse", func() Decoder { return NewGeminiDecoder() },
+		{"gemini sse", func() Decoder { return newGeminiDecoder() },
 			"data: first\n\n" + repeat("data: x\n\n", `data: {"candidates":[{"content":{"parts":[{"text":"a"}]}}]}`+"\n\n"), `"first"`},
-		{"ollama", func() Decoder { return NewOllamaDecoder() },
+		{"ollama", func() Decoder { return newOllamaDecoder() },
 			"first\n" + repeat("x\n", `{"response":"a","done":false}`+"\n"), `"first"`},
 	}
 	for _, tt := range tests {

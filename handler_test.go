@@ -243,7 +243,7 @@ func requestsErrorType(t *testing.T, reader *sdkmetric.ManualReader) string {
 	require.NoError(t, reader.Collect(context.Background(), &rm))
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != MetricRequests {
+			if m.Name != metricRequests {
 				continue
 			}
 			pts := m.Data.(metricdata.Sum[int64]).DataPoints
@@ -302,7 +302,7 @@ func requestAttrs(t *testing.T, rm metricdata.ResourceMetrics) map[string]string
 	t.Helper()
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name == MetricRequests {
+			if m.Name == metricRequests {
 				pts := m.Data.(metricdata.Sum[int64]).DataPoints
 				require.Len(t, pts, 1)
 				out := map[string]string{}

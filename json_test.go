@@ -16,7 +16,7 @@ import (
 
 // jsonFrames decodes pieces with a fresh JSON decoder and returns the frames.
 func jsonFrames(pieces ...[]byte) []Frame {
-	d := NewUsageDecoder()
+	d := newUsageDecoder()
 	var out []Frame
 	emit := func(f Frame) { out = append(out, f) }
 	for _, p := range pieces {
@@ -133,7 +133,7 @@ func TestJSONDecoderCases(t *testing.T) {
 			for _, err := range got {
 				assert.ErrorIs(t, err, ErrMalformedFrame)
 			}
-			d := NewUsageDecoder()
+			d := newUsageDecoder()
 			d.Decode([]byte(tc.in), func(Frame) {})
 			d.Flush(func(Frame) {})
 			if tc.errs > 0 {
@@ -149,7 +149,7 @@ func TestJSONDecoderLongAnswerBoundedMemory(t *testing.T) {
 	// A 4 MiB answer is scanned with the decoder's fixed memory.
 	content := strings.Repeat("token ", 700_000)
 	body := []byte(`{"choices":[{"message":{"content":"` + content + `"}}],"usage":{"prompt_tokens":3,"completion_tokens":700000}}`)
-	d := NewUsageDecoder()
+	d := newUsageDecoder()
 	var got []Frame
 	emit := func(f Frame) { got = append(got, f) }
 	allocs := testing.AllocsPerRun(1, func() {
@@ -164,7 +164,7 @@ func TestJSONDecoderLongAnswerBoundedMemory(t *testing.T) {
 func TestJSONDecoderDecodeAllocs(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "json", "openai_chat_completion.json"))
 	require.NoError(t, err)
-	d := NewUsageDecoder().(*usageDecoder)
+	d := newUsageDecoder().(*usageDecoder)
 	var f Frame
 	emit := func(fr Frame) { f = fr }
 	allocs := testing.AllocsPerRun(100, func() {
@@ -209,7 +209,7 @@ func FuzzJSONDecoder(f *testing.F) {
 // (the whole prompt). The SSE streams of OpenAI chat, Responses, DeepSeek
 // and Anthropic are in TestReaderFixtures.
 func TestReaderCachedInputTokens(t *testing.T) {
-	usageDec := func() Decoder { return NewUsageDecoder() }
+	usageDec := func() Decoder { return newUsageDecoder() }
 	tests := []struct {
 		file               string
 		dec                func() Decoder

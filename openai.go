@@ -6,7 +6,7 @@ import (
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 )
 
-// NewOpenAIDecoder returns a Decoder for one OpenAI-compatible SSE stream.
+// newOpenAIDecoder returns a Decoder for one OpenAI-compatible SSE stream.
 // It understands:
 //
 //   - chat completions chunks: a choice whose delta has a non-empty content,
@@ -71,7 +71,7 @@ import (
 // Usage counts must be non-negative JSON integers to be read. Data that is
 // not a JSON object is a malformed frame (ErrMalformedFrame, see
 // Decoder.Err) and carries nothing. The options are WithMaxFrameBytes.
-func NewOpenAIDecoder(opts ...DecoderOption) Decoder {
+func newOpenAIDecoder(opts ...DecoderOption) Decoder {
 	o := &openAIInterp{}
 	return newSSE("openai", o, opts)
 }

@@ -17,7 +17,7 @@ import (
 //
 // Each round trip is one request, from the call of RoundTrip until the
 // response body ends: the body is wrapped as by NewReader, with the Decoder
-// chosen from the Content-Type and the request path (DetectProtocol,
+// chosen from the Content-Type and the request path (docs/http.md,
 // WithProtocol, WithDecoder). A status of 400 or more is OutcomeError with
 // error.type the status code; a transport error is returned unchanged. A
 // followed redirect is one request measured from its first hop; a call
@@ -28,8 +28,8 @@ import (
 // memory. A nil Tracker measures nothing.
 //
 // The returned RoundTripper is safe for concurrent use if base is.
-func NewTransport(t *Tracker, base http.RoundTripper, opts ...HTTPOption) http.RoundTripper {
-	return &transport{core: newHTTPCore(t, opts), base: base}
+func NewTransport(t *Tracker, base http.RoundTripper, opts ...TransportOption) http.RoundTripper {
+	return &transport{core: newHTTPCore(t, newTransportConfig(opts)), base: base}
 }
 
 type transport struct {
@@ -67,8 +67,8 @@ func (t *transport) CloseIdleConnections() {
 //
 // The SDKs run their middleware once per attempt, so each retry is its own
 // request. The returned function is safe for concurrent use.
-func Middleware(t *Tracker, opts ...HTTPOption) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-	c := newHTTPCore(t, opts)
+func Middleware(t *Tracker, opts ...TransportOption) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	c := newHTTPCore(t, newTransportConfig(opts))
 	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 		return c.roundTrip(req, nextFunc(next))
 	}
@@ -86,7 +86,7 @@ var errNoResponse = errors.New("llmmetrics: round trip returned no response and 
 
 // roundTrip measures one round trip of req through next.
 func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.Response, error) {
-	if c.t == nil || !c.cfg.filter(req) {
+	if c.t == nil || !c.cfg.measured(req) {
 		return next.RoundTrip(req)
 	}
 	start, hops := c.t.cfg.now(), 0
@@ -99,7 +99,7 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 	ep := c.endpointOf(req)
 	out, model, addedUsage := c.prepare(req, ep)
 	ctx := req.Context()
-	r := c.t.startAs(ctx, c.t.instFor(RoleClient), start, c.attrs(req, ep, model))
+	r := c.t.startAs(ctx, RoleClient, start, c.attrs(req, ep, model))
 
 	resp, err := next.RoundTrip(out)
 	switch {

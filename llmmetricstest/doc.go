@@ -106,4 +106,8 @@
 // Close aborts in-flight requests (their clients see a broken stream) and
 // waits for every goroutine the server started, so synctest.Test's check
 // that no goroutine outlives the bubble holds.
+//
+// docs/testing.md in the repository tabulates the wire format of each API
+// the server speaks and the saturation knee a concurrency sweep shows; the
+// defaults are ServerConfig's field docs.
 package llmmetricstest

@@ -154,7 +154,7 @@ func wait(t *testing.T, done <-chan struct{}) {
 // outcomes returns the requests counted per outcome.
 func outcomes(t *testing.T, col *llmmetricstest.Collector) map[string]float64 {
 	t.Helper()
-	return col.Collect(t).SumBy(llmmetrics.MetricRequests, llmmetrics.OutcomeKey)
+	return col.Collect(t).SumBy(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey)
 }
 
 // maxPeek is how much of the long request body the upstream transport
@@ -251,8 +251,7 @@ func TestGatewayClientTTFTFarBelowE2EL(t *testing.T) {
 		tracker: []llmmetrics.Option{llmmetrics.WithClock(clock.Now)},
 	})
 	cmp, ccol := llmmetricstest.NewMeterProvider()
-	client, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(cmp), llmmetrics.WithClock(clock.Now),
-		llmmetrics.WithRole(llmmetrics.RoleClient))
+	client, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(cmp), llmmetrics.WithClock(clock.Now))
 	require.NoError(t, err)
 	hc := &http.Client{Transport: llmmetrics.NewTransport(client, srv.Client().Transport)}
 	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(chatBody))
@@ -302,7 +301,7 @@ func TestGatewayOutcomes(t *testing.T) {
 		assert.Contains(t, string(body), "overloaded")
 		wait(t, done)
 		m := col.Collect(t)
-		assert.Equal(t, float64(1), m.Value(llmmetrics.MetricRequests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("503")), "%s", m)
+		assert.Equal(t, float64(1), m.Value(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("503")), "%s", m)
 	})
 	t.Run("a client that goes away is Canceled", func(t *testing.T) {
 		release := make(chan struct{})
@@ -330,7 +329,7 @@ func TestGatewayOutcomes(t *testing.T) {
 		gw.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(chatBody)))
 		assert.Equal(t, http.StatusBadGateway, w.Code)
 		m := col.Collect(t)
-		assert.Equal(t, float64(1), m.Value(llmmetrics.MetricRequests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("502")), "%s", m)
+		assert.Equal(t, float64(1), m.Value(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("502")), "%s", m)
 	})
 }
 

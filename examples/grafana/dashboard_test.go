@@ -223,33 +223,33 @@ func checkQuantile(t *testing.T, tg target, q string, got float64, records []llm
 	switch {
 	case strings.Contains(name, "first_token") || strings.Contains(name, "first_chunk"):
 		get(llmmetrics.Record.TTFT)
-		buckets = llmmetrics.ServerTTFTBuckets
+		buckets = serverTTFTBuckets
 		if tg.role == "client" {
-			buckets = llmmetrics.DurationBuckets
+			buckets = durationBuckets
 		}
 	case strings.Contains(name, "first_output"):
 		// Both roles' Trackers on one MeterProvider create this one
 		// instrument name; the SDK keeps the first one's buckets (the
 		// server's, here).
 		get(llmmetrics.Record.TTFO)
-		buckets = llmmetrics.ServerTTFTBuckets
+		buckets = serverTTFTBuckets
 	case strings.Contains(name, "per_output_token"):
 		get(llmmetrics.Record.TPOT)
-		buckets = llmmetrics.TPOTBuckets
+		buckets = tpotBuckets
 	case strings.Contains(name, "inter_token") || strings.Contains(name, "per_output_chunk"):
 		for _, r := range records {
 			for _, g := range r.ITL {
 				xs = append(xs, g.Seconds())
 			}
 		}
-		buckets = llmmetrics.ITLBuckets
+		buckets = itlBuckets
 	case strings.Contains(name, "duration"):
 		// Every ended request is in the E2EL histogram, whatever its outcome.
 		for _, r := range records {
 			d, _ := r.E2EL()
 			xs = append(xs, d.Seconds())
 		}
-		buckets = llmmetrics.DurationBuckets
+		buckets = durationBuckets
 	default:
 		t.Fatalf("unknown histogram %s", name)
 	}
@@ -297,6 +297,7 @@ func bucketOf(b []float64, v float64) (lo, hi float64) {
 // client-role Tracker on every exporter.
 type feeder struct {
 	trackers []*llmmetrics.Tracker
+	roles    []llmmetrics.Role // the side each tracker measures
 	rng      *rand.Rand
 	n        int
 }
@@ -307,10 +308,11 @@ func newFeeder(t *testing.T, slo llmmetrics.SLO, mps ...*exporter) *feeder {
 	f := &feeder{rng: rand.New(rand.NewPCG(27, 1))}
 	for _, mp := range mps {
 		for _, role := range []llmmetrics.Role{llmmetrics.RoleServer, llmmetrics.RoleClient} {
-			tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp.provider), llmmetrics.WithRole(role), llmmetrics.WithSLO(slo),
-				llmmetrics.WithAttributes(semconv.GenAIRequestModel("m1")), llmmetrics.WithWindow(0, 0))
+			tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp.provider), llmmetrics.WithSLO(slo),
+				llmmetrics.WithAttributes(semconv.GenAIRequestModel("m1")), llmmetrics.WithoutWindow())
 			require.NoError(t, err)
 			f.trackers = append(f.trackers, tr)
+			f.roles = append(f.roles, role)
 		}
 	}
 	return f
@@ -327,7 +329,11 @@ func (f *feeder) feed(count int) []llmmetrics.Record {
 		at := start.Add(dur(0.25 * math.Exp(0.4*f.rng.NormFloat64())))
 		reqs := make([]*llmmetrics.Request, len(f.trackers))
 		for j, tr := range f.trackers {
-			reqs[j] = tr.StartAt(ctx, start)
+			if f.roles[j] == llmmetrics.RoleClient {
+				reqs[j] = tr.StartClientAt(ctx, start)
+			} else {
+				reqs[j] = tr.StartAt(ctx, start)
+			}
 		}
 		reasoning := f.n%3 == 0
 		chunks := 8 + f.rng.IntN(24)
@@ -510,3 +516,13 @@ func (p promAPI) waitFor(t *testing.T, q string, want float64) {
 		return err == nil && v == want
 	}, 60*time.Second, 100*time.Millisecond, "Prometheus never answered %s = %v", q, want)
 }
+
+// The explicit bucket boundaries (seconds) the library passes to its
+// histograms: the GenAI semantic conventions' advice, as the README's
+// metric table lists them.
+var (
+	serverTTFTBuckets = []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
+	tpotBuckets       = []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5}
+	itlBuckets        = []float64{0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5}
+	durationBuckets   = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
+)

@@ -72,7 +72,7 @@ func main() {
 		defer srv.Close()
 		*url = srv.URL
 	}
-	tracker, err := llmmetrics.NewTracker(llmmetrics.WithRole(llmmetrics.RoleClient))
+	tracker, err := llmmetrics.NewTracker()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 // call sends one chat completion through newClient (go-openai does not
 // retry, so an injected 500 or 429 is one failed request).
-func call(opts ...llmmetrics.HTTPOption) sdktest.Call {
+func call(opts ...llmmetrics.TransportOption) sdktest.Call {
 	return func(ctx context.Context, tr *llmmetrics.Tracker, url string, base http.RoundTripper, stream bool) (string, error) {
 		return chat(ctx, newClient(tr, url+"/v1", "test", base, opts...), llmmetricstest.DefaultModel, "Say something about latency.", stream)
 	}

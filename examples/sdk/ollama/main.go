@@ -61,7 +61,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	tracker, err := llmmetrics.NewTracker(llmmetrics.WithRole(llmmetrics.RoleClient))
+	tracker, err := llmmetrics.NewTracker()
 	if err != nil {
 		log.Fatal(err)
 	}

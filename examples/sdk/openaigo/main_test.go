@@ -19,7 +19,7 @@ import (
 
 // call sends one chat completion through newClient with the SDK's retries
 // off, so an injected 500 or 429 is one failed request.
-func call(opts ...llmmetrics.HTTPOption) sdktest.Call {
+func call(opts ...llmmetrics.TransportOption) sdktest.Call {
 	return func(ctx context.Context, tr *llmmetrics.Tracker, url string, base http.RoundTripper, stream bool) (string, error) {
 		client := newClient(tr, url+"/v1", "test", &http.Client{Transport: base}, opts...)
 		return chat(ctx, client, llmmetricstest.DefaultModel, "Say something about latency.", stream, option.WithMaxRetries(0))

@@ -69,8 +69,8 @@ type slotKey struct{}
 
 func newBench(o options, e env) (*bench, error) {
 	b := &bench{o: o, e: e, model: o.model, apiKey: os.Getenv(o.keyEnv), prog: progress{w: e.stderr, live: e.live}}
-	tracker, err := llmmetrics.NewTracker(llmmetrics.WithRole(llmmetrics.RoleClient),
-		llmmetrics.WithMeterProvider(metric.NewMeterProvider()), llmmetrics.WithWindow(0, 0),
+	tracker, err := llmmetrics.NewTracker(
+		llmmetrics.WithMeterProvider(metric.NewMeterProvider()), llmmetrics.WithoutWindow(),
 		llmmetrics.WithOnEnd(func(ctx context.Context, r llmmetrics.Record) {
 			if slot, ok := ctx.Value(slotKey{}).(*llmmetrics.Record); ok {
 				*slot = r
