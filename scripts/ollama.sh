@@ -20,7 +20,7 @@ malgo="${MALGO_VERSION:-v0.11.24}"
 cache="${LLMMETRICS_CACHE:-$HOME/.cache/llmmetrics}/ollama-$version"
 bin="$cache/ollama"
 
-if [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1; then
+if [ -x "$bin" ] && "$bin" --help >/dev/null 2>&1; then
   echo "ollama $version: reusing $bin" >&2
   echo "$bin"
   exit 0
@@ -38,12 +38,12 @@ mkdir -p "$inc/miniaudio"
 # gives the directory it unpacked to.
 malgodir=$(cd "$cache" && go mod download -json "github.com/gen2brain/malgo@$malgo" |
   sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-cp "$malgodir/miniaudio.h" "$inc/miniaudio/miniaudio.h"
+install -m 644 "$malgodir/miniaudio.h" "$inc/miniaudio/miniaudio.h"
 
 echo "ollama $version: building from the Go module proxy (about 10 minutes on 2 cores)" >&2
 start=$SECONDS
 GOBIN="$cache" CGO_ENABLED=1 CGO_CPPFLAGS="-I$inc -I/usr/include/stb -I/usr/include" \
   go install "github.com/ollama/ollama@$version" >&2
 echo "ollama $version: built in $((SECONDS - start)) s" >&2
-"$bin" --version >&2 || true
+
 echo "$bin"
