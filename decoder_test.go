@@ -180,6 +180,11 @@ var fixtures = []fixture{
 	{"deepseek_cache_hit.sse", openAI, summary{Frames: 8, Tokens: 5, TokenFrames: 5, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 1052, Out: 5, Cached: 1024, Done: true}, 5, false},
 	{"anthropic_cache_write.sse", anthropic, summary{Frames: 11, Tokens: 5, TokenFrames: 5, FirstToken: 3, FirstAnswer: 3, HasUsage: true, In: 21 + 188086 + 1024, Out: 393, Cached: 1024, CacheWrite: 188086, Done: true}, 393, false},
 	{"anthropic_thinking_usage_details.sse", anthropic, summary{Frames: 14, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 3, FirstAnswer: 9, HasUsage: true, In: 1072, Out: 61, Reasoning: 49, Cached: 1024, Done: true}, 61, false},
+	// Captured from llama.cpp's server (release b4747): usage and timings
+	// on the finish chunk, which carries no token (an empty delta, an
+	// empty "text"); 16 and 12 content chunks, as many tokens as the usage.
+	{"llamacpp_chat_usage_timings.sse", openAI, summary{Frames: 18, Tokens: 16, TokenFrames: 16, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 33, Out: 16, Done: true}, 16, false},
+	{"llamacpp_completions.sse", openAI, summary{Frames: 14, Tokens: 12, TokenFrames: 12, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 5, Out: 12, Done: true}, 12, false},
 }
 
 // Every fixture in testdata/sse has its row in fixtures, so none goes

@@ -47,6 +47,7 @@ func TestJSONDecoderFixtures(t *testing.T) {
 		{"json/deepseek_chat_completion.json", 1052, 5, 0, 1024, 0, "", ""},
 		{"json/ollama_chat.json", 19, 9, 0, 0, 0, "", ""},
 		{"json/ollama_generate.json", 26, 11, 0, 0, 0, "", ""},
+		{"json/llamacpp_chat_completion.json", 29, 10, 0, 0, 0, "", ""}, // usage beside llama.cpp's timings
 		{"json/openai_error_429.json", 0, 0, 0, 0, 0, "tokens", "rate_limit_exceeded"},
 		{"json/anthropic_error_429.json", 0, 0, 0, 0, 0, "rate_limit_error", ""},
 		{"json/gemini_error_429.json", 0, 0, 0, 0, 0, "RESOURCE_EXHAUSTED", "429"},
@@ -222,7 +223,8 @@ func TestReaderCachedInputTokens(t *testing.T) {
 		{"json/anthropic_message_cache_read.json", usageDec, 21 + 188086, 188086, 0},
 		{"json/gemini_generate_content.json", usageDec, 2071, 2048, 0},
 		{"json/deepseek_chat_completion.json", usageDec, 1052, 1024, 0},
-		{"json/ollama_chat.json", usageDec, 19, 0, 0}, // Ollama reports no cached count
+		{"json/ollama_chat.json", usageDec, 19, 0, 0},              // Ollama reports no cached count
+		{"json/llamacpp_chat_completion.json", usageDec, 29, 0, 0}, // llama.cpp b4747 reports no cached count
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
