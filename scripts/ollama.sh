@@ -13,6 +13,8 @@
 #
 # Usage: scripts/ollama.sh            (version: $OLLAMA_VERSION or v0.17.4)
 # Cache: $LLMMETRICS_CACHE (default $HOME/.cache/llmmetrics)/ollama-VERSION/ollama
+# The cache's path is part of the C flags, so moving the cache makes the go
+# command recompile the C++ code instead of reusing its build cache.
 set -euo pipefail
 
 version="${OLLAMA_VERSION:-v0.17.4}"
@@ -40,7 +42,7 @@ malgodir=$(cd "$cache" && go mod download -json "github.com/gen2brain/malgo@$mal
   sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 install -m 644 "$malgodir/miniaudio.h" "$inc/miniaudio/miniaudio.h"
 
-echo "ollama $version: building from the Go module proxy (about 10 minutes on 2 cores)" >&2
+echo "ollama $version: building from the Go module proxy (about 10 minutes on 2 idle cores, an hour on busy ones)" >&2
 start=$SECONDS
 GOBIN="$cache" CGO_ENABLED=1 CGO_CPPFLAGS="-I$inc -I/usr/include/stb -I/usr/include" \
   go install "github.com/ollama/ollama@$version" >&2
