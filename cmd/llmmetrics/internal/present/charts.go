@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -214,6 +215,7 @@ func draw1(s chartSpec) (template.HTML, error) {
 	if s.logX {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Min, p.X.Max = logRange(s.lines)
 	}
 	if len(s.ticks) > 0 {
 		ticks := make(plot.ConstantTicks, 0, len(s.ticks))
@@ -251,4 +253,27 @@ func draw1(s chartSpec) (template.HTML, error) {
 		svg = svg[i:] // drop the XML declaration and comment: the SVG is inlined in HTML
 	}
 	return template.HTML(svg), nil // our own drawing, not user text: gonum escapes the labels
+}
+
+// logRange is the x range of a log axis over lines: their smallest and
+// largest x, widened by a factor of 2 each way when they are one value (a
+// single load level, or a run whose every sample is equal), because gonum
+// widens a one-value axis down to 0, which a log scale cannot draw. The
+// points' x are positive (cdf clamps at 1 µs, loads are positive).
+func logRange(ls []line) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, l := range ls {
+		for _, xy := range l.xys {
+			if xy.X > 0 {
+				lo, hi = min(lo, xy.X), max(hi, xy.X)
+			}
+		}
+	}
+	if math.IsInf(lo, 1) {
+		return 1, 10
+	}
+	if lo == hi {
+		return lo / 2, hi * 2
+	}
+	return lo, hi
 }

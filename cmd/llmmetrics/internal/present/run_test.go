@@ -54,3 +54,33 @@ func TestCommandLine(t *testing.T) {
 		CommandLine([]string{"llmmetrics", "compare", "-fail-on", "p99 ttft,output_throughput", "a", "b", ""}))
 	assert.Equal(t, `x 'it'\''s'`, CommandLine([]string{"x", "it's"}))
 }
+
+// TestBenchPageDegenerate: pages of runs a user can produce without any
+// unusual flag — one level, every sample equal (a fake server in a
+// synctest bubble, a server that answers at once), zero durations, no
+// samples at all — draw without panicking (a log axis cannot hold 0, and
+// gonum widens a one-value axis down to 0).
+func TestBenchPageDegenerate(t *testing.T) {
+	ms := time.Millisecond
+	sum := llmmetrics.Summary{RequestThroughput: 1, OutputThroughput: 10}
+	sum.TTFT = llmmetrics.Distribution{Count: 2, Median: ms, Percentiles: []llmmetrics.PercentileValue{{P: 99, Value: ms}}}
+	for _, tc := range []struct {
+		name      string
+		levels    []Level
+		ttft, itl []time.Duration
+	}{
+		{"nothing", nil, nil, nil},
+		{"one level, equal samples", []Level{{Load: 1, Summary: sum}}, []time.Duration{ms, ms}, []time.Duration{ms}},
+		{"zero durations", []Level{{Load: 2, Summary: llmmetrics.Summary{}}}, []time.Duration{0, 0}, []time.Duration{0}},
+		{"two levels, one sample", []Level{{Load: 1, Summary: sum}, {Load: 2, Summary: sum}}, []time.Duration{ms}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			require.NoError(t, Write(&buf, BenchPage(BenchReport{LoadUnit: "requests/s", Levels: tc.levels, TTFT: tc.ttft, ITL: tc.itl})))
+			assert.Contains(t, buf.String(), "</html>")
+			if len(tc.ttft) > 0 {
+				assert.Contains(t, buf.String(), "TTFT: cumulative distribution")
+			}
+		})
+	}
+}
