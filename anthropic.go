@@ -6,7 +6,7 @@ import (
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 )
 
-// NewAnthropicDecoder returns a Decoder for one Anthropic Messages SSE stream:
+// newAnthropicDecoder returns a Decoder for one Anthropic Messages SSE stream:
 //
 //   - message_start: HasInput with InputTokens = input_tokens plus
 //     cache_creation_input_tokens plus cache_read_input_tokens (the whole
@@ -29,7 +29,7 @@ import (
 //
 // Data that is not a JSON object is a malformed frame (ErrMalformedFrame, see
 // Decoder.Err) and carries nothing. The options are WithMaxFrameBytes.
-func NewAnthropicDecoder(opts ...DecoderOption) Decoder {
+func newAnthropicDecoder(opts ...DecoderOption) Decoder {
 	return newSSE("anthropic", &anthropicInterp{}, opts)
 }
 

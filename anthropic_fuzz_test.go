@@ -41,9 +41,9 @@ func FuzzAnthropicDecoder(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
 		quietOtel(t)
-		checkSplitInvariant(t, func() Decoder { return NewAnthropicDecoder() }, data, cuts)
+		checkSplitInvariant(t, func() Decoder { return newAnthropicDecoder() }, data, cuts)
 		checkCache(t, func(cache bool) Decoder { return newAnthropicTestDecoder(cache, nil) }, data)
-		checkBounded(t, NewAnthropicDecoder(WithMaxFrameBytes(64)).(*sseDecoder), data)
+		checkBounded(t, newAnthropicDecoder(WithMaxFrameBytes(64)).(*sseDecoder), data)
 	})
 }
 

@@ -47,7 +47,7 @@ func TestAnthropicDecoderFrames(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			errs := otelErrors(t)
-			assert.Equal(t, tt.want, decodePieces(NewAnthropicDecoder(), []byte(tt.in)))
+			assert.Equal(t, tt.want, decodePieces(newAnthropicDecoder(), []byte(tt.in)))
 			assert.Empty(t, errs())
 		})
 	}
@@ -62,7 +62,7 @@ func TestAnthropicDecodeContentEventAllocs(t *testing.T) {
 	}
 	for name, ev := range events {
 		t.Run(name, func(t *testing.T) {
-			d := NewAnthropicDecoder()
+			d := newAnthropicDecoder()
 			frames := 0
 			emit := func(f Frame) { frames += f.Tokens + f.OutputTokens }
 			d.Decode(ev, emit)

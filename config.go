@@ -16,22 +16,23 @@ const (
 	// creates its instruments with.
 	ScopeName = "github.com/llmmetrics/llmmetrics"
 	// Version is the version of this library, reported as the
-	// instrumentation scope version.
-	Version = "0.1.0"
+	// instrumentation scope version. No version is tagged yet: "-dev"
+	// marks a build from the source tree, not a release.
+	Version = "0.1.0-dev"
 )
 
 // Defaults of the options.
 const (
-	// DefaultWindowRequests is how many recently ended requests Snapshot
+	// defaultWindowRequests is how many recently ended requests Snapshot
 	// summarizes unless WithWindow says otherwise.
-	DefaultWindowRequests = 1000
-	// DefaultWindowAge is how old an ended request Snapshot still includes
+	defaultWindowRequests = 1000
+	// defaultWindowAge is how old an ended request Snapshot still includes
 	// unless WithWindow says otherwise.
-	DefaultWindowAge = 5 * time.Minute
-	// DefaultAttributeCacheSize is how many distinct per-request attribute
-	// sets a Tracker keeps prebuilt unless WithAttributeCacheSize says
-	// otherwise.
-	DefaultAttributeCacheSize = 256
+	defaultWindowAge = 5 * time.Minute
+	// defaultAttributeCacheSize is how many distinct per-request attribute
+	// sets a Tracker keeps prebuilt (tests shrink it with
+	// withAttributeCacheSize).
+	defaultAttributeCacheSize = 256
 )
 
 // Option configures a Tracker. Options are applied in order; invalid values
@@ -56,7 +57,6 @@ type config struct {
 	slo        SLO
 	hasSLO     bool
 	attrs      []attribute.KeyValue
-	role       Role
 	keepITL    bool
 	windowN    int
 	windowAge  time.Duration
@@ -70,11 +70,10 @@ func newConfig(opts []Option) (config, error) {
 	c := config{
 		provider:  otel.GetMeterProvider(),
 		now:       time.Now,
-		role:      RoleServer,
 		keepITL:   true,
-		windowN:   DefaultWindowRequests,
-		windowAge: DefaultWindowAge,
-		cacheSize: DefaultAttributeCacheSize,
+		windowN:   defaultWindowRequests,
+		windowAge: defaultWindowAge,
+		cacheSize: defaultAttributeCacheSize,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -131,66 +130,51 @@ func WithAttributes(attrs ...attribute.KeyValue) Option {
 	})
 }
 
-// WithRole selects the server (default) or client metric names of the
-// requests started with Start and StartAt. The HTTP wrappers decide the
-// role themselves, whatever WithRole says: NewTransport and Middleware
-// record the client-role instruments, NewHandler the server-role ones
-// (the other role's are created once, on first use), so one Tracker can
-// measure both sides of a gateway (the instruments both roles share by
-// name carry RoleKey, so the sides are counted apart).
-func WithRole(r Role) Option {
-	return optionFunc(func(c *config) {
-		if r != RoleServer && r != RoleClient {
-			c.errs = append(c.errs, fmt.Errorf("%w: role %d (want RoleServer or RoleClient)", ErrInvalidOption, uint8(r)))
-			return
-		}
-		c.role = r
-	})
-}
-
-// WithKeepITL says whether each Request keeps the list of its inter-token
-// gaps in Record.ITL. Default true. With false, the ITL histogram is still
-// recorded and Record.MaxITL is still set (so an ITL SLO still works), but a
-// Request holds no per-token memory and Snapshot's ITL distribution is empty.
-func WithKeepITL(keep bool) Option {
-	return optionFunc(func(c *config) { c.keepITL = keep })
+// WithoutITL makes Records leave out the list of their inter-token gaps
+// (Record.ITL is nil): a Request then holds no per-token memory. The ITL
+// histogram is still recorded and Record.MaxITL is still set (so an ITL SLO
+// still works), but Snapshot's ITL distribution is empty. Default: each
+// Record keeps its gaps.
+func WithoutITL() Option {
+	return optionFunc(func(c *config) { c.keepITL = false })
 }
 
 // WithWindow bounds the recently ended requests that Snapshot summarizes: at
 // most the last n requests, and none that ended more than age ago (by the
-// Tracker's clock). A zero age removes the age bound; WithWindow(0, 0)
-// turns the window off (Snapshot then returns an empty Summary). Memory is
-// bounded by n, so n must be positive whenever the window is on: negative
-// values, and a zero n with a positive age (a window without a memory
-// bound), make NewTracker fail. Default: DefaultWindowRequests and
-// DefaultWindowAge.
+// Tracker's clock); a zero age sets no age bound. Memory is bounded by n,
+// which must be positive: n ≤ 0 or a negative age makes NewTracker fail.
+// Default: the last 1,000 requests of the last 5 minutes. WithoutWindow
+// turns the window off.
 func WithWindow(n int, age time.Duration) Option {
 	return optionFunc(func(c *config) {
-		if n < 0 || age < 0 {
-			c.errs = append(c.errs, fmt.Errorf("%w: window (%d requests, %v): want values ≥ 0", ErrInvalidOption, n, age))
-			return
-		}
-		if n == 0 && age > 0 {
-			c.errs = append(c.errs, fmt.Errorf("%w: window (0 requests, %v): an age-only window has no memory bound; give a request count too", ErrInvalidOption, age))
+		if n <= 0 || age < 0 {
+			c.errs = append(c.errs, fmt.Errorf("%w: window (%d requests, %v): want a positive request count and an age ≥ 0", ErrInvalidOption, n, age))
 			return
 		}
 		c.windowN, c.windowAge = n, age
 	})
 }
 
-// WithAttributeCacheSize bounds how many distinct per-request attribute sets
+// WithoutWindow turns Snapshot's window off: the Tracker keeps no ended
+// request, and Snapshot returns an empty Summary. For a Tracker whose
+// Records go elsewhere (WithOnEnd, the Records End returns).
+func WithoutWindow() Option {
+	return optionFunc(func(c *config) { c.windowN, c.windowAge = 0, 0 })
+}
+
+// withAttributeCacheSize bounds how many distinct per-request attribute sets
 // (the attributes given to Start) a Tracker keeps prebuilt. When the cache is
 // full, a new set replaces an arbitrary cached one, so the cache follows a
 // changing mix; a request whose set is not cached is measured correctly but
 // builds its measurement options itself (a few microseconds). Memory stays
 // bounded by n sets whatever the traffic. Values below 0 make NewTracker
-// fail; 0 turns the cache off. Default: DefaultAttributeCacheSize.
+// fail; 0 turns the cache off. Default: defaultAttributeCacheSize.
 //
 // The OpenTelemetry SDK has its own cardinality limit per instrument (2000
 // attribute sets by default, sdkmetric.WithCardinalityLimit), beyond which it
 // folds new sets into one series marked otel.metric.overflow=true: keep
 // per-request attributes low-cardinality (model names, not request IDs).
-func WithAttributeCacheSize(n int) Option {
+func withAttributeCacheSize(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 0 {
 			c.errs = append(c.errs, fmt.Errorf("%w: attribute cache size %d: want ≥ 0", ErrInvalidOption, n))

@@ -94,28 +94,38 @@ func (p Price) Validate() error {
 	return nil
 }
 
-// Cost returns the price of input prompt tokens, of which cachedInput were
-// cache hits, and output generated tokens: CacheCost with no cache writes.
-func (p Price) Cost(input, cachedInput, output int) (float64, error) {
-	return p.CacheCost(input, cachedInput, 0, output)
+// Usage is what a request or a run consumed, in tokens: what a Price
+// bills. InputTokens is the whole prompt; CachedInputTokens (read from the
+// provider's prompt cache) and CacheWriteInputTokens (written to it) are
+// parts of it. The fields are those of Record and Summary.
+type Usage struct {
+	InputTokens           int
+	CachedInputTokens     int
+	CacheWriteInputTokens int
+	OutputTokens          int
 }
 
-// CacheCost returns the price of input prompt tokens, of which cachedInput
-// were read from the prompt cache and cacheWrite were written to it, and of
-// output generated tokens:
+// Cost returns the price of u:
 //
-//	((input − cachedInput − cacheWrite) × Input + cachedInput × CachedInput
+//	((input − cached − cacheWrite) × Input + cached × CachedInput
 //	  + cacheWrite × CacheWriteInput + output × Output) / 1,000,000
 //
-// The error wraps ErrInvalidCost when p is invalid (see Validate), a count
-// is negative, cachedInput + cacheWrite exceeds input, or the cost
-// overflows. It is safe for concurrent use.
-func (p Price) CacheCost(input, cachedInput, cacheWrite, output int) (float64, error) {
+// Summary.Usage gives a run's tokens (completed requests only; add the
+// tokens of failed and canceled Records if the provider bills them). The
+// error wraps ErrInvalidCost when p is invalid (see Validate), a count is
+// negative or math.MaxInt (a saturated Summary total, see
+// TokensSaturated), the cached and cache-write parts exceed the input, or
+// the cost overflows. It is safe for concurrent use.
+func (p Price) Cost(u Usage) (float64, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
+	input, cachedInput, cacheWrite, output := u.InputTokens, u.CachedInputTokens, u.CacheWriteInputTokens, u.OutputTokens
 	if input < 0 || cachedInput < 0 || cacheWrite < 0 || output < 0 {
 		return 0, fmt.Errorf("%w: negative token count (input %d, cached %d, cache write %d, output %d)", ErrInvalidCost, input, cachedInput, cacheWrite, output)
+	}
+	if input == math.MaxInt || output == math.MaxInt {
+		return 0, fmt.Errorf("%w: a token total saturated", ErrInvalidCost)
 	}
 	if cachedInput > input || cacheWrite > input-cachedInput {
 		return 0, fmt.Errorf("%w: %d cached and %d cache-write input tokens of %d", ErrInvalidCost, cachedInput, cacheWrite, input)
@@ -138,15 +148,8 @@ func (p Price) CacheCost(input, cachedInput, cacheWrite, output int) (float64, e
 	return c, nil
 }
 
-// SummaryCost prices what a run measured: the Summary's input tokens (with
-// its cached and cache-write parts) and output tokens, through CacheCost.
-// A Summary counts completed requests only; add the tokens of failed and
-// canceled Records if the provider bills them (most bill what was
-// generated). A Summary whose totals saturated (TokensSaturated) gives an
-// error wrapping ErrInvalidCost.
-func (p Price) SummaryCost(s Summary) (float64, error) {
-	if s.TokensSaturated {
-		return 0, fmt.Errorf("%w: the summary's token totals saturated", ErrInvalidCost)
-	}
-	return p.CacheCost(s.InputTokens, s.CachedInputTokens, s.CacheWriteInputTokens, s.OutputTokens)
+// Usage returns the token totals of s, for Price.Cost.
+func (s Summary) Usage() Usage {
+	return Usage{InputTokens: s.InputTokens, CachedInputTokens: s.CachedInputTokens,
+		CacheWriteInputTokens: s.CacheWriteInputTokens, OutputTokens: s.OutputTokens}
 }

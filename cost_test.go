@@ -88,11 +88,11 @@ func TestPrice(t *testing.T) {
 		{"negative output", 5, 0, -7, p, 0, true},
 		{"negative cached", 5, -1, 7, p, 0, true},
 		{"invalid price", 5, 0, 7, Price{Output: math.NaN()}, 0, true},
-		{"overflow", math.MaxInt, 0, 0, Price{Input: math.MaxFloat64}, 0, true},
+		{"overflow", 1 << 40, 0, 0, Price{Input: math.MaxFloat64}, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.price.Cost(tt.in, tt.cached, tt.out)
+			got, err := tt.price.Cost(Usage{InputTokens: tt.in, CachedInputTokens: tt.cached, OutputTokens: tt.out})
 			if tt.wantErr {
 				assert.ErrorIs(t, err, ErrInvalidCost)
 				return
@@ -139,7 +139,7 @@ func TestPriceCacheWrites(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := tt.price.CacheCost(tt.in, tt.cached, tt.written, tt.output)
+			got, err := tt.price.Cost(Usage{InputTokens: tt.in, CachedInputTokens: tt.cached, CacheWriteInputTokens: tt.written, OutputTokens: tt.output})
 			if tt.wantErr {
 				assert.ErrorIs(t, err, ErrInvalidCost)
 				return
@@ -158,12 +158,12 @@ func TestPriceCacheWrites(t *testing.T) {
 		second.InputTokens, second.CachedInputTokens = 10_200, 10_000
 		failed := endedRecord(0, 10, OutcomeError)
 		s := Summarize([]Record{first, second, failed}, SummaryOptions{})
-		got, err := sonnet.SummaryCost(s)
+		got, err := sonnet.Cost(s.Usage())
 		require.NoError(t, err)
 		assert.InDelta(t, 0.0456+0.0111, got, 1e-15)
 	})
 	t.Run("a saturated summary is not priced", func(t *testing.T) {
-		_, err := sonnet.SummaryCost(Summary{InputTokens: math.MaxInt, TokensSaturated: true})
+		_, err := sonnet.Cost(Summary{InputTokens: math.MaxInt, TokensSaturated: true}.Usage())
 		assert.ErrorIs(t, err, ErrInvalidCost)
 	})
 }

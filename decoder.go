@@ -20,9 +20,9 @@ import (
 // protocols in openai.go, anthropic.go, gemini.go (with its JSON-array
 // framing) and ndjson.go (Ollama), the JSON scanner in internal/jsonscan.
 
-// DefaultMaxFrameBytes is the default limit on the size of one frame (1 MiB);
+// defaultMaxFrameBytes is the default limit on the size of one frame (1 MiB);
 // see WithMaxFrameBytes.
-const DefaultMaxFrameBytes = 1 << 20
+const defaultMaxFrameBytes = 1 << 20
 
 // ErrFrameTooLarge is the problem (wrapped, with context) a decoder reports
 // through its Err and (once per stream) through otel.Handle when one frame
@@ -165,9 +165,8 @@ func (e *StreamError) Error() string {
 	return b.String()
 }
 
-// DecoderOption configures a Decoder built by NewOpenAIDecoder,
-// NewAnthropicDecoder, NewGeminiDecoder, NewGeminiArrayDecoder,
-// NewOllamaDecoder, NewSSEDecoder or NewNDJSONDecoder.
+// DecoderOption configures a Decoder built by Protocol.NewDecoder,
+// NewSSEDecoder or NewNDJSONDecoder.
 type DecoderOption interface {
 	applyDecoder(*decoderConfig)
 }
@@ -181,7 +180,7 @@ type decoderOptionFunc func(*decoderConfig)
 func (f decoderOptionFunc) applyDecoder(c *decoderConfig) { f(c) }
 
 func newDecoderConfig(opts []DecoderOption) decoderConfig {
-	c := decoderConfig{maxFrame: DefaultMaxFrameBytes}
+	c := decoderConfig{maxFrame: defaultMaxFrameBytes}
 	for _, o := range opts {
 		if o != nil {
 			o.applyDecoder(&c)
@@ -193,14 +192,14 @@ func newDecoderConfig(opts []DecoderOption) decoderConfig {
 // WithMaxFrameBytes sets the largest frame, in bytes, that a decoder
 // buffers: for SSE, the bytes of one event's data lines plus the line being
 // read; for NDJSON, one line; for a JSON array, one element
-// (DefaultMaxFrameBytes, 1 MiB, when not given; n ≤ 0 also means the
+// (1 MiB when not given; n ≤ 0 also means the
 // default). A larger frame is the stream's ErrFrameTooLarge (see
 // Decoder.Err) and stops decoding of that stream, so a decoder never holds
 // much more than n bytes (about 4n in the worst case).
 func WithMaxFrameBytes(n int) DecoderOption {
 	return decoderOptionFunc(func(c *decoderConfig) {
 		if n <= 0 {
-			n = DefaultMaxFrameBytes
+			n = defaultMaxFrameBytes
 		}
 		c.maxFrame = n
 	})

@@ -152,8 +152,8 @@ var fixtures = []fixture{
 	{"anthropic_thinking_tools.sse", anthropic, summary{Frames: 21, Tokens: 9, TokenFrames: 9, ReasoningFrames: 3, FirstToken: 3, FirstAnswer: 9, HasUsage: true, In: 572, Out: 89, Cached: 100, Done: true}, 89, false},
 	{"anthropic_error.sse", anthropic, summary{Frames: 4, Tokens: 1, TokenFrames: 1, FirstToken: 2, FirstAnswer: 2, In: 25, Errs: 1, ErrType: "overloaded_error"}, 1, false},
 
-	// Issue 10: the providers' documented shapes (expected values from
-	// the research notes' table, re-counted by hand).
+	// The providers' documented shapes (expected values re-counted by
+	// hand from each fixture's source, named in its header).
 	{"openrouter_error_with_usage.sse", openAI, summary{Frames: 4, Tokens: 2, TokenFrames: 2, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 43, Out: 10, Errs: 1, ErrType: "400"}, 10, false},
 	{"mistral_magistral_thinking.sse", openAI, summary{Frames: 9, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 1, FirstAnswer: 5, HasUsage: true, In: 18, Out: 40, Done: true}, 40, false},
 	{"openai_responses_incomplete.sse", openAI, summary{Frames: 24, Tokens: 16, TokenFrames: 16, FirstToken: 4, FirstAnswer: 4, HasUsage: true, In: 31, Out: 0, Done: true}, 16, true},
@@ -166,20 +166,25 @@ var fixtures = []fixture{
 	{"xai_reasoning_usage.sse", openAI, summary{Frames: 7, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 0, FirstAnswer: 3, HasUsage: true, In: 19, Out: 163, Reasoning: 157, Cached: 2, Done: true}, 163, false},
 	{"deepseek_reasoning_content.sse", openAI, summary{Frames: 9, Tokens: 6, TokenFrames: 6, ReasoningFrames: 4, FirstToken: 1, FirstAnswer: 5, HasUsage: true, In: 17, Out: 96, Reasoning: 88, Done: true}, 96, false},
 	{"openai_chat_reasoning_usage.sse", openAI, summary{Frames: 10, Tokens: 6, TokenFrames: 6, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 20, Out: 214, Reasoning: 192, Done: true}, 214, false},
-	// Issue 17 item 4: a placeholder usage (completion_tokens 0) on every
+	// A placeholder usage (completion_tokens 0) on every
 	// content chunk, the real one at the end: 10 chunks, no phantom one.
 	{"placeholder_usage_usage_chunk.sse", openAI, summary{Frames: 12, Tokens: 10, TokenFrames: 10, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 12, Out: 31, Done: true}, 31, false},
 	{"placeholder_usage_empty_finish.sse", openAI, summary{Frames: 12, Tokens: 10, TokenFrames: 10, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 12, Out: 31, Done: true}, 31, false},
-	// Issue 17 item 2: OpenRouter's delta.reasoning_details (text and
+	// OpenRouter's delta.reasoning_details (text and
 	// summary carry reasoning; encrypted and signature-only details none).
 	{"openrouter_reasoning_details_text.sse", openAI, summary{Frames: 12, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 2, FirstAnswer: 7, HasUsage: true, In: 423, Out: 110, Reasoning: 63, Done: true}, 110, false},
 	{"openrouter_reasoning_details_summary_encrypted.sse", openAI, summary{Frames: 9, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 0, FirstAnswer: 4, HasUsage: true, In: 64, Out: 210, Reasoning: 192, Done: true}, 210, false},
-	// Issue 18: cached input tokens, one fixture per provider shape.
+	// Cached input tokens, one fixture per provider shape.
 	{"openai_chat_cached.sse", openAI, summary{Frames: 9, Tokens: 5, TokenFrames: 5, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 2006, Out: 300, Cached: 1920, Done: true}, 300, false},
 	{"openai_responses_cached.sse", openAI, summary{Frames: 9, Tokens: 5, TokenFrames: 5, FirstToken: 2, FirstAnswer: 2, HasUsage: true, In: 2006, Out: 300, Cached: 1920, Done: true}, 300, false},
 	{"deepseek_cache_hit.sse", openAI, summary{Frames: 8, Tokens: 5, TokenFrames: 5, FirstToken: 1, FirstAnswer: 1, HasUsage: true, In: 1052, Out: 5, Cached: 1024, Done: true}, 5, false},
 	{"anthropic_cache_write.sse", anthropic, summary{Frames: 11, Tokens: 5, TokenFrames: 5, FirstToken: 3, FirstAnswer: 3, HasUsage: true, In: 21 + 188086 + 1024, Out: 393, Cached: 1024, CacheWrite: 188086, Done: true}, 393, false},
 	{"anthropic_thinking_usage_details.sse", anthropic, summary{Frames: 14, Tokens: 5, TokenFrames: 5, ReasoningFrames: 3, FirstToken: 3, FirstAnswer: 9, HasUsage: true, In: 1072, Out: 61, Reasoning: 49, Cached: 1024, Done: true}, 61, false},
+	// Captured from llama.cpp's server (release b4747): usage and timings
+	// on the finish chunk, which carries no token (an empty delta, an
+	// empty "text"); 16 and 12 content chunks, as many tokens as the usage.
+	{"llamacpp_chat_usage_timings.sse", openAI, summary{Frames: 18, Tokens: 16, TokenFrames: 16, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 33, Out: 16, Done: true}, 16, false},
+	{"llamacpp_completions.sse", openAI, summary{Frames: 14, Tokens: 12, TokenFrames: 12, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 5, Out: 12, Done: true}, 12, false},
 }
 
 // Every fixture in testdata/sse has its row in fixtures, so none goes
@@ -199,9 +204,9 @@ func TestFixturesAreListed(t *testing.T) {
 	assert.Len(t, listed, len(names), "a listed fixture is missing from testdata/sse")
 }
 
-func openAI() Decoder { return NewOpenAIDecoder() }
+func openAI() Decoder { return newOpenAIDecoder() }
 
-func anthropic() Decoder { return NewAnthropicDecoder() }
+func anthropic() Decoder { return newAnthropicDecoder() }
 
 func readFixture(t testing.TB, name string) []byte {
 	t.Helper()
@@ -337,14 +342,14 @@ func TestMalformedReportedOncePerStream(t *testing.T) {
 		in    string
 		first string // a substring of the first problem's text
 	}{
-		{"openai", func() Decoder { return NewOpenAIDecoder() },
+		{"openai", func() Decoder { return newOpenAIDecoder() },
 			"data: first\n\n" + repeat("data: x\n\n", `data: {"choices":[{"delta":{"content":"a"}}]}`+"\n\n"), `"first"`},
-		{"anthropic", func() Decoder { return NewAnthropicDecoder() },
+		{"anthropic", func() Decoder { return newAnthropicDecoder() },
 			"event: content_block_delta\ndata: first\n\n" + repeat("event: content_block_delta\ndata: x\n\n",
 				"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"type\":\"text_delta\",\"text\":\"a\"}}\n\n"), `"first"`},
-		{"gemini sse", func() Decoder { return NewGeminiDecoder() },
+		{"gemini sse", func() Decoder { return newGeminiDecoder() },
 			"data: first\n\n" + repeat("data: x\n\n", `data: {"candidates":[{"content":{"parts":[{"text":"a"}]}}]}`+"\n\n"), `"first"`},
-		{"ollama", func() Decoder { return NewOllamaDecoder() },
+		{"ollama", func() Decoder { return newOllamaDecoder() },
 			"first\n" + repeat("x\n", `{"response":"a","done":false}`+"\n"), `"first"`},
 	}
 	for _, tt := range tests {

@@ -39,15 +39,14 @@
 // Anthropic, Gemini, Ollama) are measured token by token, non-streaming ones
 // by their usage, a status of 400 or more is an error with the status code
 // as error.type. The client wrappers record the gen_ai.client.* instruments
-// and NewHandler the gen_ai.server.* ones, whatever the Tracker's [WithRole]
-// says, which applies to the requests you start yourself. [WithIncludeUsage]
+// and NewHandler the gen_ai.server.* ones. [WithIncludeUsage]
 // asks OpenAI-style servers for the exact token counts (openai-go and
 // go-openai do not). docs/http.md in the repository has the details.
 //
 // For a transport of your own, start one [Request] per call and wrap the
 // body with [NewReader] and a decoder:
 //
-//	req := tracker.Start(ctx)             // before sending: TTFT includes connecting and queueing
+//	req := tracker.StartClient(ctx)       // before sending: TTFT includes connecting and queueing
 //	resp, err := httpClient.Do(httpReq)
 //	if err != nil {
 //		req.End(err)
@@ -57,7 +56,7 @@
 //		req.End(&llmmetrics.HTTPStatusError{StatusCode: resp.StatusCode})
 //		return handleError(resp)
 //	}
-//	body := llmmetrics.NewReader(req, resp.Body, llmmetrics.NewOpenAIDecoder())
+//	body := llmmetrics.NewReader(req, resp.Body, llmmetrics.ProtocolOpenAI.NewDecoder())
 //	defer body.Close()                    // ends the request if the caller stops early
 //	// read body exactly as before: the bytes are unchanged
 //
@@ -81,16 +80,20 @@
 //
 // # Metrics
 //
-// A Tracker's role picks the instrument names (buckets in seconds, tokens for
-// token usage):
+// The side of the request picks the instrument names: the server role for
+// NewHandler and [Tracker.Start], the client role for NewTransport,
+// Middleware and [Tracker.StartClient] ([Role.MetricNames] lists them). A
+// Tracker creates both roles' instruments; the ones both share by name carry
+// llmmetrics.role. Buckets in seconds (S: the GenAI conventions' server TTFT
+// advice, 0.001 … 10; D: 0.01 … 81.92, doubling; tokens ×4 from 1):
 //
 //	what         server role                            client role                                     buckets
-//	TTFT         gen_ai.server.time_to_first_token      gen_ai.client.operation.time_to_first_chunk     ServerTTFTBuckets / DurationBuckets
-//	TTFO         llmmetrics.time_to_first_output_token  the same                                        as TTFT
-//	TPOT         gen_ai.server.time_per_output_token    llmmetrics.time_per_output_token                TPOTBuckets
-//	ITL (a gap)  llmmetrics.inter_token_latency         gen_ai.client.operation.time_per_output_chunk   ITLBuckets
-//	E2EL         gen_ai.server.request.duration         gen_ai.client.operation.duration                DurationBuckets
-//	tokens       llmmetrics.tokens (counter)            gen_ai.client.token.usage + llmmetrics.tokens   TokenBuckets
+//	TTFT         gen_ai.server.time_to_first_token      gen_ai.client.operation.time_to_first_chunk     S / D
+//	TTFO         llmmetrics.time_to_first_output_token  the same                                        S
+//	TPOT         gen_ai.server.time_per_output_token    llmmetrics.time_per_output_token                0.01 … 2.5
+//	ITL (a gap)  llmmetrics.inter_token_latency         gen_ai.client.operation.time_per_output_chunk   0.001 … 2.5
+//	E2EL         gen_ai.server.request.duration         gen_ai.client.operation.duration                D
+//	tokens       llmmetrics.tokens (counter)            gen_ai.client.token.usage + llmmetrics.tokens   tokens
 //	requests     llmmetrics.requests (counter)          the same
 //	in flight    llmmetrics.requests.active             the same
 //
@@ -150,8 +153,8 @@
 //
 // # Testing
 //
-// Every time-reading method has an explicit-time twin (StartAt, ChunkAt,
-// EndAt), and WithClock injects a clock; inside a testing/synctest bubble
+// Every time-reading method has an explicit-time twin (StartAt,
+// StartClientAt, ChunkAt, EndAt), and WithClock injects a clock; inside a testing/synctest bubble
 // time.Now is already fake. Package llmmetricstest has a fake clock, a
 // collector that turns what a Tracker emitted into plain values, and a fake
 // OpenAI-compatible streaming server with realistic batching behaviour.

@@ -25,7 +25,7 @@ var (
 )
 
 // classifyPath reads the protocol, the operation and a model name from a
-// URL path; see DetectProtocol.
+// URL path; see detectProtocol.
 func classifyPath(path string) endpoint {
 	if i := strings.IndexByte(path, '?'); i >= 0 {
 		path = path[:i]

@@ -7,18 +7,19 @@ import (
 	"strings"
 )
 
-// The text enums of the package: Role, Protocol and Latency (Outcome lives
-// with Record, in record.go). Each encodes as a lower-case name and decodes
-// that name in any case.
+// The enums of the package: Role, Protocol and Latency (Outcome lives with
+// Record, in record.go). Protocol, Latency and Outcome encode as a
+// lower-case name and decode that name in any case.
 
 // ErrInvalidText is returned (wrapped) by the MarshalText and UnmarshalText
-// methods of the enums (Outcome, Latency, Signal, Role, Protocol) for a value or a name
+// methods of this package's enums (Outcome, Latency, Protocol), and of
+// package saturation's (Signal, ThroughputMeasure), for a value or a name
 // that is not one of theirs.
 var ErrInvalidText = errors.New("llmmetrics: invalid text")
 
 // parseName returns the index of b in names, compared case-insensitively:
 // the one rule for the text form of every enum of this package (Outcome,
-// Latency, Signal, Role, Protocol), which encode in lower case.
+// Latency, Protocol), which encode in lower case.
 func parseName(b []byte, names []string) (int, bool) {
 	for i, n := range names {
 		if strings.EqualFold(string(b), n) {
@@ -28,16 +29,17 @@ func parseName(b []byte, names []string) (int, bool) {
 	return 0, false
 }
 
-// Role says which side of a stream a Tracker measures; it selects the
-// metric names (see the package documentation's metric table).
+// Role is a side of a request, which selects the metric names (see the
+// package documentation's metric table) and is the value of RoleKey.
 type Role uint8
 
 const (
-	// RoleServer measures a model server or a gateway: the gen_ai.server.*
-	// instruments. It is the default.
+	// RoleServer is a model server or a gateway: the gen_ai.server.*
+	// instruments (NewHandler, Tracker.Start).
 	RoleServer Role = iota
-	// RoleClient measures an application that calls a model: the
-	// gen_ai.client.* instruments.
+	// RoleClient is an application that calls a model: the
+	// gen_ai.client.* instruments (NewTransport, Middleware,
+	// Tracker.StartClient).
 	RoleClient
 )
 
@@ -49,25 +51,6 @@ func (r Role) String() string {
 		return roleNames[r]
 	}
 	return fmt.Sprintf("Role(%d)", uint8(r))
-}
-
-// MarshalText encodes the role as "server" or "client"; an invalid value
-// is an ErrInvalidText error.
-func (r Role) MarshalText() ([]byte, error) {
-	if int(r) >= len(roleNames) {
-		return nil, fmt.Errorf("%w: no name for role %d", ErrInvalidText, uint8(r))
-	}
-	return []byte(roleNames[r]), nil
-}
-
-// UnmarshalText decodes "server" or "client", in any case.
-func (r *Role) UnmarshalText(b []byte) error {
-	i, ok := parseName(b, roleNames[:])
-	if !ok {
-		return fmt.Errorf("%w: unknown role %q (want server or client)", ErrInvalidText, b)
-	}
-	*r = Role(i)
-	return nil
 }
 
 // Protocol is the wire format of an LLM answer, which decides the Decoder
@@ -84,9 +67,9 @@ const (
 	// measured.
 	ProtocolUnknown Protocol = iota
 	// ProtocolOpenAI: an OpenAI-compatible SSE stream (chat completions,
-	// completions, the Responses API); NewOpenAIDecoder.
+	// completions, the Responses API).
 	ProtocolOpenAI
-	// ProtocolAnthropic: an Anthropic Messages SSE stream; NewAnthropicDecoder.
+	// ProtocolAnthropic: an Anthropic Messages SSE stream.
 	ProtocolAnthropic
 	// ProtocolGemini: a Gemini streamGenerateContent stream, as SSE
 	// (alt=sse) or as a JSON array of responses (without alt=sse).
@@ -94,7 +77,7 @@ const (
 	// ProtocolOllama: an Ollama NDJSON stream (/api/chat, /api/generate).
 	ProtocolOllama
 	// ProtocolJSON: one non-streaming JSON answer of any provider;
-	// NewUsageDecoder (usage only, no TTFT).
+	// its usage only (no TTFT, TPOT or ITL).
 	ProtocolJSON
 )
 
@@ -106,6 +89,8 @@ var protocolNames = [...]string{
 	ProtocolOllama:    "ollama",
 	ProtocolJSON:      "json",
 }
+
+func (p Protocol) valid() bool { return int(p) < len(protocolNames) }
 
 // String returns the protocol's lower-case name ("openai", "json", …).
 func (p Protocol) String() string {

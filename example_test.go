@@ -134,7 +134,7 @@ data: [DONE]
 		req.End(err)
 		panic(err)
 	}
-	body := llmmetrics.NewReader(req, resp.Body, llmmetrics.NewOpenAIDecoder())
+	body := llmmetrics.NewReader(req, resp.Body, llmmetrics.ProtocolOpenAI.NewDecoder())
 	got, err := io.ReadAll(body) // EOF ends the request
 	body.Close()
 	rec := req.End(err) // End is idempotent: the Record of the first End

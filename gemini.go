@@ -17,12 +17,12 @@ import (
 // and the recorded streams in FirebaseExtended/vertexai-sdk-test-data
 // mock-responses/googleai (testdata/gemini, notes in their headers).
 
-// NewGeminiDecoder returns a Decoder for one Gemini
+// newGeminiDecoder returns a Decoder for one Gemini
 // streamGenerateContent?alt=sse stream (the Gemini API and Vertex AI; the
 // only streaming form google.golang.org/genai requests). The data of each
 // event is a GenerateContentResponse:
 //
-//   - a candidate carries 1 token (a lower bound, as NewOpenAIDecoder counts
+//   - a candidate carries 1 token (a lower bound, as ProtocolOpenAI.NewDecoder counts
 //     choices: 1 per candidate that carries output) when a part of its
 //     content.parts has a non-empty "text", or a non-empty "functionCall",
 //     "executableCode" or "inlineData" (generated code, a generated image).
@@ -63,8 +63,8 @@ import (
 // Decoder.Err) and carries nothing. Decoding allocates nothing per event once
 // the decoder's buffers have grown to the largest event. The options are
 // WithMaxFrameBytes. Without ?alt=sse, Gemini streams a JSON array instead:
-// see NewGeminiArrayDecoder.
-func NewGeminiDecoder(opts ...DecoderOption) Decoder {
+// see ProtocolGemini.NewDecoder.
+func newGeminiDecoder(opts ...DecoderOption) Decoder {
 	return newSSE("gemini", &geminiInterp{}, opts)
 }
 
@@ -385,7 +385,7 @@ func walkPart(j *jsonscan.Scanner, i, depth int) (next int, carries, thought, ok
 	return i, bits != 0, thought, ok
 }
 
-// NewGeminiArrayDecoder returns a Decoder for one Gemini
+// newGeminiArrayDecoder returns a Decoder for one Gemini
 // streamGenerateContent response requested without ?alt=sse: Content-Type
 // application/json, and the body one JSON array whose elements (each a
 // GenerateContentResponse) are written as they are generated:
@@ -395,14 +395,14 @@ func walkPart(j *jsonscan.Scanner, i, depth int) (next int, carries, thought, ok
 //	{…}
 //	]
 //
-// Each top-level element of the array is a frame, read as NewGeminiDecoder
+// Each top-level element of the array is a frame, read as ProtocolGemini.NewDecoder
 // reads an event's data (the same tokens, usage, Done and Err). The closing
 // ']' is an extra frame that is Done. Any JSON whitespace and commas may
 // surround the elements, and the body may be cut across Decode calls at any
 // byte. A body that is one object instead of an array (a generateContent
 // answer) is read as one element, and its frame is Done.
 //
-// An element is at most WithMaxFrameBytes bytes (DefaultMaxFrameBytes when
+// An element is at most WithMaxFrameBytes bytes (1 MiB when
 // not given): a larger one is ErrFrameTooLarge and stops decoding, as for
 // the SSE decoders. A top-level byte that cannot begin an element (what is
 // not '[', '{', ',', ']' or whitespace, or anything after the end) is a
@@ -411,7 +411,7 @@ func walkPart(j *jsonscan.Scanner, i, depth int) (next int, carries, thought, ok
 // reported at Flush as a malformed frame carrying nothing. Decoding
 // allocates nothing per element once the decoder's buffer has grown to the
 // largest element it had to keep across Decode calls.
-func NewGeminiArrayDecoder(opts ...DecoderOption) Decoder {
+func newGeminiArrayDecoder(opts ...DecoderOption) Decoder {
 	c := newDecoderConfig(opts)
 	return &jsonArrayDecoder{in: &geminiInterp{}, max: c.maxFrame, name: "gemini"}
 }
@@ -590,9 +590,9 @@ func (d *geminiAutoDecoder) Decode(p []byte, emit func(Frame)) {
 			return // only white space so far: neither framing gives it a frame
 		}
 		if p[i] == '[' || p[i] == '{' {
-			d.dec = NewGeminiArrayDecoder(d.opts...)
+			d.dec = newGeminiArrayDecoder(d.opts...)
 		} else {
-			d.dec = NewGeminiDecoder(d.opts...)
+			d.dec = newGeminiDecoder(d.opts...)
 		}
 		p = p[i:]
 	}

@@ -116,8 +116,8 @@ func benchScanLines(stream []byte) func(b *testing.B) {
 func BenchmarkGeminiDecode(b *testing.B) {
 	payloads := geminiPayloads(1000)
 	sse, array := geminiSSE(payloads), geminiArrayBody(payloads)
-	b.Run("sse/decoder", benchDecode(sse, func() Decoder { return NewGeminiDecoder() }))
+	b.Run("sse/decoder", benchDecode(sse, func() Decoder { return newGeminiDecoder() }))
 	b.Run("sse/bufio.Scanner", benchScanLines(sse))
-	b.Run("array/decoder", benchDecode(array, func() Decoder { return NewGeminiArrayDecoder() }))
+	b.Run("array/decoder", benchDecode(array, func() Decoder { return newGeminiArrayDecoder() }))
 	b.Run("array/bufio.Scanner", benchScanLines(array))
 }

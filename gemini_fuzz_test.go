@@ -28,7 +28,7 @@ func (g *geminiTestInterp) interpret(_, data []byte) (Frame, error) {
 func newGeminiTestDecoder(cache, array bool, hits *int) Decoder {
 	in := &geminiTestInterp{geminiInterp: &geminiInterp{}, useCache: cache, hits: hits}
 	if array {
-		return &jsonArrayDecoder{in: in, max: DefaultMaxFrameBytes, name: "gemini"}
+		return &jsonArrayDecoder{in: in, max: defaultMaxFrameBytes, name: "gemini"}
 	}
 	return newSSE("gemini", in, nil)
 }
@@ -70,17 +70,17 @@ func FuzzGeminiDecoder(f *testing.F) {
 		quietOtel(t)
 		// The same bytes as an SSE stream and as a JSON array.
 		for _, array := range []bool{false, true} {
-			dec := func() Decoder { return NewGeminiDecoder() }
+			dec := func() Decoder { return newGeminiDecoder() }
 			if array {
-				dec = func() Decoder { return NewGeminiArrayDecoder() }
+				dec = func() Decoder { return newGeminiArrayDecoder() }
 			}
 			whole := checkSplitFull(t, dec, data, cuts)
 			if without := decodeFull(newGeminiTestDecoder(false, array, nil), data); !equalFull(whole, without) {
 				t.Fatalf("array %v: the scan cache changed the frames\nwith:    %+v\nwithout: %+v", array, whole, without)
 			}
 		}
-		checkBounded(t, NewGeminiDecoder(WithMaxFrameBytes(64)).(*sseDecoder), data)
-		d := NewGeminiArrayDecoder(WithMaxFrameBytes(64)).(*jsonArrayDecoder)
+		checkBounded(t, newGeminiDecoder(WithMaxFrameBytes(64)).(*sseDecoder), data)
+		d := newGeminiArrayDecoder(WithMaxFrameBytes(64)).(*jsonArrayDecoder)
 		for _, p := range splitAt(data, []byte{3, 17, 64}) {
 			d.Decode(p, func(Frame) {})
 			if cap(d.buf) > 10*d.max+64 {

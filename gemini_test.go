@@ -15,9 +15,9 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-func gemini() Decoder { return NewGeminiDecoder() }
+func gemini() Decoder { return newGeminiDecoder() }
 
-func geminiArray() Decoder { return NewGeminiArrayDecoder() }
+func geminiArray() Decoder { return newGeminiArrayDecoder() }
 
 // The fixtures' frames as /work/notes/wire-formats.md §3 states them: token
 // frames R (reasoning) and A (answer), usage In / Out (candidates +
@@ -165,10 +165,10 @@ func TestGeminiDecoderFrames(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			errs := otelErrors(t)
-			d := NewGeminiDecoder()
+			d := newGeminiDecoder()
 			got := decodeFull(d, []byte(tt.in))
 			assert.Equal(t, tt.want, got)
-			assert.Equal(t, got, decodeFull(NewGeminiDecoder(), bytewise([]byte(tt.in))...), "1-byte pieces")
+			assert.Equal(t, got, decodeFull(newGeminiDecoder(), bytewise([]byte(tt.in))...), "1-byte pieces")
 			assert.Empty(t, errs())
 			assert.NoError(t, d.Err())
 		})
@@ -192,7 +192,7 @@ func TestGeminiMalformed(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			errs := otelErrors(t)
-			d := NewGeminiDecoder()
+			d := newGeminiDecoder()
 			// The next event is still decoded.
 			got := decodeFull(d, []byte(tt.in+gparts(`{"text": "a"}`)))
 			assert.Equal(t, append(tt.want, answerTok), got)
@@ -214,8 +214,8 @@ func TestBareLinesOnlyForGemini(t *testing.T) {
 		dec  Decoder
 		want []fullView
 	}{
-		{"openai", NewOpenAIDecoder(), []fullView{doneFrame}},
-		{"anthropic", NewAnthropicDecoder(), []fullView{{}}}, // [DONE] is not JSON: malformed, nothing
+		{"openai", newOpenAIDecoder(), []fullView{doneFrame}},
+		{"anthropic", newAnthropicDecoder(), []fullView{{}}}, // [DONE] is not JSON: malformed, nothing
 		{"sse", NewSSEDecoder(func(_, data []byte) (Frame, error) { return Frame{Tokens: len(data)}, nil }), []fullView{{frameView: frameView{Tokens: 6}}}},
 	}
 	for _, tt := range tests {
@@ -247,10 +247,10 @@ func TestGeminiArrayFraming(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			errs := otelErrors(t)
-			d := NewGeminiArrayDecoder()
+			d := newGeminiArrayDecoder()
 			got := decodeFull(d, []byte(tt.in))
 			assert.Equal(t, tt.want, got)
-			assert.Equal(t, got, decodeFull(NewGeminiArrayDecoder(), bytewise([]byte(tt.in))...), "1-byte pieces")
+			assert.Equal(t, got, decodeFull(newGeminiArrayDecoder(), bytewise([]byte(tt.in))...), "1-byte pieces")
 			assert.Empty(t, errs())
 			assert.NoError(t, d.Err())
 		})
@@ -279,10 +279,10 @@ func TestGeminiArrayProblems(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			errs := otelErrors(t)
-			d := NewGeminiArrayDecoder(tt.opts...)
+			d := newGeminiArrayDecoder(tt.opts...)
 			got := decodeFull(d, []byte(tt.in))
 			assert.Equal(t, tt.want, got)
-			assert.Equal(t, got, decodeFull(NewGeminiArrayDecoder(tt.opts...), bytewise([]byte(tt.in))...), "1-byte pieces")
+			assert.Equal(t, got, decodeFull(newGeminiArrayDecoder(tt.opts...), bytewise([]byte(tt.in))...), "1-byte pieces")
 			if tt.is == nil {
 				assert.NoError(t, d.Err())
 				assert.Empty(t, errs())
@@ -300,7 +300,7 @@ func TestGeminiArrayProblems(t *testing.T) {
 // A stopped array decoder holds nothing and ignores the rest of the body.
 func TestGeminiArrayTooLargeReleases(t *testing.T) {
 	otelErrors(t)
-	d := NewGeminiArrayDecoder(WithMaxFrameBytes(64)).(*jsonArrayDecoder)
+	d := newGeminiArrayDecoder(WithMaxFrameBytes(64)).(*jsonArrayDecoder)
 	var frames []fullView
 	emit := func(f Frame) { frames = append(frames, fullViewOf(f)) }
 	d.Decode([]byte(`[{"candidates": [{"content": {"parts": [{"text": "a"}]}}]}, {"candidates": [{"cont`), emit)
@@ -325,9 +325,9 @@ func TestGeminiDecodeContentEventAllocs(t *testing.T) {
 		warmup string
 		event  string
 	}{
-		{"sse answer", NewGeminiDecoder(), "", gchunk(payload)},
-		{"sse thought", NewGeminiDecoder(), "", gchunk(thought)},
-		{"array element", NewGeminiArrayDecoder(), "[", payload + "\n,\r\n"},
+		{"sse answer", newGeminiDecoder(), "", gchunk(payload)},
+		{"sse thought", newGeminiDecoder(), "", gchunk(thought)},
+		{"array element", newGeminiArrayDecoder(), "[", payload + "\n,\r\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -383,7 +383,7 @@ func TestGeminiBareObjectBounds(t *testing.T) {
 		errs := otelErrors(t)
 		line := `    "x": "` + strings.Repeat("a", 1000) + `",` + "\n"
 		big := "{\n  \"error\": {\n" + strings.Repeat(line, 200) + "  \"status\": \"UNAVAILABLE\"}\n}\n"
-		d := NewGeminiDecoder()
+		d := newGeminiDecoder()
 		var got []fullView
 		emit := func(f Frame) { got = append(got, fullViewOf(f)) }
 		d.Decode([]byte(big[:len(big)/2]), emit)
@@ -400,7 +400,7 @@ func TestGeminiBareObjectBounds(t *testing.T) {
 	})
 	t.Run("cut by the end of the stream", func(t *testing.T) {
 		errs := otelErrors(t)
-		d := NewGeminiDecoder()
+		d := newGeminiDecoder()
 		got := decodeFull(d, []byte(gparts(`{"text": "a"}`)+"{\n  \"error\": {\n    \"code\": 429,\n"))
 		assert.Equal(t, []fullView{answerTok, {}}, got)
 		reported := errs()
@@ -410,7 +410,7 @@ func TestGeminiBareObjectBounds(t *testing.T) {
 	})
 }
 
-// Issue 17 item 1: read through NewReader, a Gemini error object spread
+// Read through NewReader, a Gemini error object spread
 // over several lines after HTTP 200 ends the request as an error with
 // error.type RESOURCE_EXHAUSTED, whatever the Reads' sizes, and the caller
 // reads the bytes unchanged.
@@ -421,7 +421,7 @@ func TestReaderGeminiMultilineError(t *testing.T) {
 	reads := 0
 	read := func(r io.Reader) {
 		req := tr.Start(context.Background())
-		got, err := io.ReadAll(NewReader(req, r, NewGeminiDecoder()))
+		got, err := io.ReadAll(NewReader(req, r, newGeminiDecoder()))
 		require.NoError(t, err)
 		require.Equal(t, data, got, "bytes out == bytes in")
 		rec := req.End(nil)
@@ -436,7 +436,7 @@ func TestReaderGeminiMultilineError(t *testing.T) {
 	read(iotest.OneByteReader(bytes.NewReader(data)))
 	assert.Empty(t, errs())
 	errTypes := map[string]int64{}
-	m, ok := collect(t, metrics)[MetricRequests]
+	m, ok := collect(t, metrics)[metricRequests]
 	require.True(t, ok)
 	for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
 		if v, ok := p.Attributes.Value(semconv.ErrorTypeKey); ok {

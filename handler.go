@@ -36,8 +36,7 @@ import (
 //
 // The returned Handler is safe for concurrent use if next is.
 func NewHandler(t *Tracker, next http.Handler, opts ...HTTPOption) http.Handler {
-	c := newHTTPCore(t, opts)
-	c.cfg.includeUsage = false // the request is the client's, not ours to change
+	c := newHTTPCore(t, newHandlerConfig(opts))
 	if c.cfg.models == nil {
 		c.cfg.models = map[string]string{} // every client-supplied name folds into "_OTHER"
 	}
@@ -51,7 +50,7 @@ type handler struct {
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := h.core
-	if c.t == nil || !c.cfg.filter(r) {
+	if c.t == nil || !c.cfg.measured(r) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
@@ -95,7 +94,7 @@ func (rw *respWriter) begin() {
 	model := rw.model
 	rw.modelMu.Unlock()
 	c := rw.core
-	rw.req = c.t.startAs(rw.orig.Context(), c.t.instFor(RoleServer), rw.start, c.attrs(rw.orig, rw.ep, model))
+	rw.req = c.t.startAs(rw.orig.Context(), RoleServer, rw.start, c.attrs(rw.orig, rw.ep, model))
 }
 
 // request starts the measured request if it has not started, and returns

@@ -85,7 +85,7 @@ func (hb *handlerBench) byHandHandler(tr *Tracker) http.Handler {
 		req := tr.Start(r.Context())
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
-		dec := NewOpenAIDecoder()
+		dec := newOpenAIDecoder()
 		tokens := 0
 		emit := func(f Frame) {
 			tokens += f.Tokens
@@ -117,7 +117,7 @@ func BenchmarkHandler(b *testing.B) {
 	for _, n := range []int{10, 1000} {
 		hb := newHandlerBench(n)
 		newTracker := func(b *testing.B, opts ...Option) *Tracker {
-			tr, _ := NewTracker(append([]Option{WithMeterProvider(benchProvider(b)), WithWindow(0, 0)}, opts...)...)
+			tr, _ := NewTracker(append([]Option{WithMeterProvider(benchProvider(b)), WithoutWindow()}, opts...)...)
 			return tr
 		}
 		measured := func(b *testing.B) http.Handler {
@@ -181,9 +181,9 @@ func TestHandlerAllocations(t *testing.T) {
 	perRequest := func(n int) float64 {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		defer func() { _ = mp.Shutdown(context.Background()) }()
-		// WithKeepITL(false): the default gap list grows by doubling
+		// WithoutITL(): the default gap list grows by doubling
 		// (O(log n) allocations), which is the Tracker's, not the handler's.
-		tr, err := NewTracker(WithMeterProvider(mp), WithWindow(0, 0), WithKeepITL(false))
+		tr, err := NewTracker(WithMeterProvider(mp), WithoutWindow(), WithoutITL())
 		require.NoError(t, err)
 		hb := newHandlerBench(n)
 		h := NewHandler(tr, hb.stream, WithModels("gpt-4o-mini"))

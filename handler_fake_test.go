@@ -79,8 +79,8 @@ func TestHandlerFakeServerFailureCounts(t *testing.T) {
 	<-done
 	require.Equal(t, 1, fake.Stats().Failed)
 	m := col.Collect(t)
-	assert.Equal(t, float64(1), m.Value(llmmetrics.MetricRequests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("500")), "%s", m)
-	assert.Equal(t, float64(0), m.Value(llmmetrics.MetricRequests, llmmetrics.OutcomeKey.String("ok")))
+	assert.Equal(t, float64(1), m.Value(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("500")), "%s", m)
+	assert.Equal(t, float64(0), m.Value(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey.String("ok")))
 }
 
 // serveMeasured serves next behind NewHandler on its own server; done

@@ -243,7 +243,7 @@ func requestsErrorType(t *testing.T, reader *sdkmetric.ManualReader) string {
 	require.NoError(t, reader.Collect(context.Background(), &rm))
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != MetricRequests {
+			if m.Name != metricRequests {
 				continue
 			}
 			pts := m.Data.(metricdata.Sum[int64]).DataPoints
@@ -302,7 +302,7 @@ func requestAttrs(t *testing.T, rm metricdata.ResourceMetrics) map[string]string
 	t.Helper()
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name == MetricRequests {
+			if m.Name == metricRequests {
 				pts := m.Data.(metricdata.Sum[int64]).DataPoints
 				require.Len(t, pts, 1)
 				out := map[string]string{}
@@ -491,8 +491,7 @@ func TestHandlerFlushReachesTheClient(t *testing.T) {
 
 // TestHandlerReadsNothingAhead: the request body is read only as next
 // reads it (the model on the side), so next reads it exactly as without
-// NewHandler, and the model is known once next has read it (issue 17
-// item 5).
+// NewHandler, and the model is known once next has read it.
 func TestHandlerReadsNothingAhead(t *testing.T) {
 	tr, reader, _ := serverTracker(t)
 	body := `{"messages":[` + strings.Repeat(`{"role":"user","content":"hi"},`, 500) + `{}],"model":"model-1"}`
@@ -608,7 +607,7 @@ func TestHandlerWriterThatCannotFlush(t *testing.T) {
 // TestHandlerOwnWriteErrors: a Write that fails because of the handler
 // itself (more bytes than its Content-Length, a body on a 204, a write
 // after Hijack) is the handler's failure, OutcomeError with error.type
-// "write", not a client that went away (issue 17 item 10). A real server
+// "write", not a client that went away. A real server
 // returns these errors; a connection failure stays Canceled (TestHandlerOutcomes).
 func TestHandlerOwnWriteErrors(t *testing.T) {
 	for _, tc := range []struct {
@@ -675,7 +674,7 @@ func (rfWriter) ReadFrom(r io.Reader) (int64, error)  { return io.Copy(io.Discar
 
 // TestHandlerKeepsEveryOptionalInterface: next sees CloseNotify, Hijack,
 // Push and ReadFrom exactly when the server's writer has them, in each of
-// the 16 combinations (issue 17 item 6; httpsnoop's Wrap does the same).
+// the 16 combinations (httpsnoop's Wrap does the same).
 func TestHandlerKeepsEveryOptionalInterface(t *testing.T) {
 	for mask := range 16 {
 		cn, hj, ps, rf := mask&1 != 0, mask&2 != 0, mask&4 != 0, mask&8 != 0
@@ -831,7 +830,7 @@ func ginStream(w http.ResponseWriter, step func(w io.Writer) bool) bool {
 
 // TestHandlerGinStyleStream: a gin-style handler behind NewHandler on a
 // real server streams, learns through CloseNotify that the client left,
-// and the request is Canceled (issue 17 item 6).
+// and the request is Canceled.
 func TestHandlerGinStyleStream(t *testing.T) {
 	tr, _, _ := serverTracker(t)
 	type result struct {
@@ -887,7 +886,7 @@ func (b *secondRead) Read(p []byte) (int, error) {
 // TestHandlerSlowBodyMemory: 30 connections each declare a 100 MiB body
 // and send 1 byte of it. NewHandler allocates nothing from the declared
 // length: the heap grows by what the connections cost net/http itself
-// (under 64 KiB each; 4 MiB each before, issue 17 item 5).
+// (under 64 KiB each; reading the body ahead would cost 4 MiB each).
 func TestHandlerSlowBodyMemory(t *testing.T) {
 	const conns = 30
 	tr, _, _ := serverTracker(t)
@@ -926,7 +925,7 @@ func TestHandlerSlowBodyMemory(t *testing.T) {
 
 // TestHandlerHonoursExpectContinue: a handler that answers 401 without
 // reading the body makes the client send none of it (Expect:
-// 100-continue): NewHandler reads nothing ahead (issue 17 item 5).
+// 100-continue): NewHandler reads nothing ahead.
 func TestHandlerHonoursExpectContinue(t *testing.T) {
 	tr, _, _ := serverTracker(t)
 	srv := httptest.NewServer(NewHandler(tr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -56,7 +56,7 @@ func TestDetectProtocol(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.path+" "+tc.ct, func(t *testing.T) {
-			assert.Equal(t, tc.want, DetectProtocol(tc.path, tc.ct))
+			assert.Equal(t, tc.want, detectProtocol(tc.path, tc.ct))
 		})
 	}
 }
@@ -152,8 +152,8 @@ func TestSniffDecoder(t *testing.T) {
 		{"anthropic", testdataFile(t, "sse", "anthropic_thinking_tools.sse"), anthropic},
 		{"keep-alives first", ": ping\n\n: ping\n\n" + testdataFile(t, "sse", "openai_chat.sse"), openAI},
 		{"error event first, then openai", "data: {\"error\":{\"message\":\"x\"}}\n\n" + testdataFile(t, "sse", "openai_chat.sse"), openAI},
-		{"json answer", "\n " + testdataFile(t, "json", "openai_chat_completion.json"), func() Decoder { return NewUsageDecoder() }},
-		{"gemini", testdataFile(t, "gemini", "stream_thinking.sse"), func() Decoder { return NewGeminiDecoder() }},
+		{"json answer", "\n " + testdataFile(t, "json", "openai_chat_completion.json"), func() Decoder { return newUsageDecoder() }},
+		{"gemini", testdataFile(t, "gemini", "stream_thinking.sse"), func() Decoder { return newGeminiDecoder() }},
 		{"nothing known", strings.Repeat("data: {\"x\":1}\n\n", 20), nil},
 		{"not SSE", "hello world\n", nil},
 	}

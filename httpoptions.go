@@ -6,14 +6,28 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 )
 
-// HTTPOption configures NewTransport, Middleware and NewHandler.
+// HTTPOption configures NewTransport, Middleware and NewHandler. Every
+// HTTPOption is a TransportOption.
 type HTTPOption interface {
+	TransportOption
 	applyHTTP(*httpConfig)
+}
+
+// TransportOption configures the client side, NewTransport and Middleware:
+// every HTTPOption, and WithIncludeUsage, which changes the request sent and
+// so has no meaning for NewHandler (passing it there does not compile).
+type TransportOption interface {
+	applyTransport(*httpConfig)
 }
 
 type httpOptionFunc func(*httpConfig)
 
-func (f httpOptionFunc) applyHTTP(c *httpConfig) { f(c) }
+func (f httpOptionFunc) applyHTTP(c *httpConfig)      { f(c) }
+func (f httpOptionFunc) applyTransport(c *httpConfig) { f(c) }
+
+type transportOptionFunc func(*httpConfig)
+
+func (f transportOptionFunc) applyTransport(c *httpConfig) { f(c) }
 
 // httpConfig holds every setting of an HTTP integration; newHTTPConfig
 // sets the defaults.
@@ -23,12 +37,24 @@ type httpConfig struct {
 	decoder      func(*http.Request, *http.Response) Decoder
 	includeUsage bool
 	reqAttrs     func(*http.Request) []attribute.KeyValue
-	models       map[string]string // the allowlist, each name mapped to itself; nil: none
-	filter       func(*http.Request) bool
+	models       map[string]string          // the allowlist, each name mapped to itself; nil: none
+	filters      []func(*http.Request) bool // all must pass; the first is isPost
 }
 
-func newHTTPConfig(opts []HTTPOption) httpConfig {
-	c := httpConfig{filter: isPost}
+// newTransportConfig returns the settings of NewTransport and Middleware.
+func newTransportConfig(opts []TransportOption) httpConfig {
+	c := httpConfig{filters: []func(*http.Request) bool{isPost}}
+	for _, o := range opts {
+		if o != nil {
+			o.applyTransport(&c)
+		}
+	}
+	return c
+}
+
+// newHandlerConfig returns the settings of NewHandler.
+func newHandlerConfig(opts []HTTPOption) httpConfig {
+	c := httpConfig{filters: []func(*http.Request) bool{isPost}}
 	for _, o := range opts {
 		if o != nil {
 			o.applyHTTP(&c)
@@ -39,15 +65,25 @@ func newHTTPConfig(opts []HTTPOption) httpConfig {
 
 func isPost(r *http.Request) bool { return r.Method == http.MethodPost }
 
+// measured reports whether every filter lets r be measured.
+func (c *httpConfig) measured(r *http.Request) bool {
+	for _, f := range c.filters {
+		if !f(r) {
+			return false
+		}
+	}
+	return true
+}
+
 // WithProtocol says which protocol the endpoint speaks, in place of the
 // request path (for a gateway with its own paths, say): a streamed answer is
 // decoded as p. A response whose Content-Type is application/json is still
 // one JSON answer (ProtocolJSON), and application/x-ndjson still Ollama's
-// stream; see DetectProtocol. Values other than the Protocol constants are
+// stream; docs/http.md has the table. Values other than the Protocol constants are
 // ignored. Default: the protocol the path tells.
 func WithProtocol(p Protocol) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
-		if p <= ProtocolJSON {
+		if p.valid() {
 			c.protocol, c.hasProtocol = p, true
 		}
 	})
@@ -58,7 +94,7 @@ func WithProtocol(p Protocol) HTTPOption {
 // goroutine of the round trip (for NewHandler: with the request next got
 // and a response holding the status and header next wrote, no Body, when
 // the header is written). A nil result leaves the choice to the
-// automatic one (DetectProtocol and WithProtocol). A nil function is ignored.
+// automatic one (the Content-Type and path, and WithProtocol). A nil function is ignored.
 func WithDecoder(f func(req *http.Request, resp *http.Response) Decoder) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
 		if f != nil {
@@ -73,7 +109,7 @@ func WithDecoder(f func(req *http.Request, resp *http.Response) Decoder) HTTPOpt
 // "stream_options.include_usage" is sent with "stream_options":
 // {"include_usage": true} added (merged into an existing stream_options
 // object; an explicit include_usage, true or false, is left alone). The
-// server then ends the stream with a usage chunk, which NewOpenAIDecoder
+// server then ends the stream with a usage chunk, which ProtocolOpenAI.NewDecoder
 // reads; without it N is the number of token-carrying chunks, a lower
 // bound. openai-go and go-openai do not ask for it by default. The caller
 // does not see the chunk it did not ask for: when the library added
@@ -88,10 +124,10 @@ func WithDecoder(f func(req *http.Request, resp *http.Response) Decoder) HTTPOpt
 // over 4 MiB, compressed (Content-Encoding), or not a JSON object is sent
 // unchanged. Some OpenAI-compatible servers reject unknown members: use it
 // with servers that accept stream_options (OpenAI, Azure OpenAI, vLLM,
-// SGLang, llama.cpp, Ollama's OpenAI API, …). Default: off. NewHandler
-// ignores it (a server does not rewrite its clients' requests).
-func WithIncludeUsage() HTTPOption {
-	return httpOptionFunc(func(c *httpConfig) { c.includeUsage = true })
+// SGLang, llama.cpp, Ollama's OpenAI API, …). Default: off. It is a
+// TransportOption only: a server does not rewrite its clients' requests.
+func WithIncludeUsage() TransportOption {
+	return transportOptionFunc(func(c *httpConfig) { c.includeUsage = true })
 }
 
 // WithRequestAttributes sets a function that returns extra attributes for
@@ -100,7 +136,7 @@ func WithIncludeUsage() HTTPOption {
 // NewHandler: next's, or the one that reads the request body). Its
 // attributes win over the automatic ones of the same key. Keep them
 // low-cardinality: each distinct set is a series (the Tracker's attribute
-// cache is bounded, see WithAttributeCacheSize, but the metrics backend's
+// cache is bounded, but the metrics backend's
 // series are not). A nil function is ignored.
 func WithRequestAttributes(f func(*http.Request) []attribute.KeyValue) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
@@ -128,15 +164,17 @@ func WithModels(names ...string) HTTPOption {
 	})
 }
 
-// WithFilter sets which requests are measured: those for which f returns
-// true (f must not modify the request); the others pass through untouched.
-// Default: POST requests (every generation or embedding call of the LLM
-// APIs is a POST; GETs of /models or /files are not measured). A nil
-// function is ignored.
+// WithFilter adds a filter: a request is measured when every filter returns
+// true for it (f must not modify the request); the others pass through
+// untouched. Filters run in the order given, after the default one, which
+// measures POST requests only (every generation or embedding call of the
+// LLM APIs is a POST; GETs of /models or /files are not measured), so a
+// filter that drops /health does not start measuring GETs. A nil function
+// is ignored.
 func WithFilter(f func(*http.Request) bool) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
 		if f != nil {
-			c.filter = f
+			c.filters = append(c.filters, f)
 		}
 	})
 }

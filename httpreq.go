@@ -2,14 +2,12 @@ package llmmetrics
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
@@ -64,8 +62,8 @@ func (c *httpCore) wantModel(ep endpoint) bool {
 	return !c.hasModel && !(ep.proto == ProtocolGemini && ep.pathModel != "")
 }
 
-func newHTTPCore(t *Tracker, opts []HTTPOption) *httpCore {
-	c := &httpCore{t: t, cfg: newHTTPConfig(opts)}
+func newHTTPCore(t *Tracker, cfg httpConfig) *httpCore {
+	c := &httpCore{t: t, cfg: cfg}
 	if t != nil {
 		for _, kv := range t.base[RoleServer].attrs {
 			switch kv.Key {
@@ -79,29 +77,6 @@ func newHTTPCore(t *Tracker, opts []HTTPOption) *httpCore {
 		}
 	}
 	return c
-}
-
-// instFor returns the instruments of role: the Tracker's own (WithRole),
-// or the other role's, created on first use and then kept (the instruments
-// whose names both roles share are the Tracker's own).
-func (t *Tracker) instFor(role Role) *instruments {
-	if role == t.cfg.role {
-		return &t.inst
-	}
-	t.otherOnce.Do(func() {
-		cfg := t.cfg
-		cfg.role = role
-		in, err := newInstruments(cfg)
-		if err != nil {
-			otel.Handle(fmt.Errorf("llmmetrics: creating the instruments of the %v role: %w", role, err))
-			t.other = t.inst // record under the Tracker's own names rather than not at all
-			return
-		}
-		in.ttfo, in.tokens, in.requests, in.active = t.inst.ttfo, t.inst.tokens, t.inst.requests, t.inst.active
-		in.cachedInput, in.cacheWrite = t.inst.cachedInput, t.inst.cacheWrite
-		t.other = in
-	})
-	return &t.other
 }
 
 // endpointOf classifies the request's path, with WithProtocol applied.

@@ -10,7 +10,7 @@ import (
 // This file holds the decoder of non-streaming JSON answers: it reads the
 // usage object on the side while the caller reads the body.
 
-// NewUsageDecoder returns a Decoder for one non-streaming JSON answer (a
+// newUsageDecoder returns a Decoder for one non-streaming JSON answer (a
 // response with Content-Type application/json): it finds the token counts
 // in the answer and reports them in one Frame, with HasUsage and Done, when
 // the top-level value closes. That frame carries no Tokens: a body that is
@@ -51,7 +51,7 @@ import (
 // that ends before its value does, is the stream's ErrMalformedFrame (Err,
 // and otel.Handle) and gives no frame. Bytes after the top-level value are
 // ignored. The options are accepted for symmetry and ignored.
-func NewUsageDecoder(opts ...DecoderOption) Decoder {
+func newUsageDecoder(opts ...DecoderOption) Decoder {
 	_ = newDecoderConfig(opts)
 	return &usageDecoder{s: jsonstream.NewScanner(answerSchema)}
 }

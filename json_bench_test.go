@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkJSONDecoder reads the usage of a non-streaming chat answer with
-// 16 KB of content: NewUsageDecoder in 4 KiB pieces, as the caller's Reads
+// 16 KB of content: ProtocolJSON.NewDecoder in 4 KiB pieces, as the caller's Reads
 // give it, against json.Unmarshal of the whole answer into a struct holding
 // only the usage (which a caller would have to buffer first).
 func BenchmarkJSONDecoder(b *testing.B) {
@@ -33,13 +33,13 @@ func BenchmarkJSONDecoder(b *testing.B) {
 			b.Fatal(v.Usage)
 		}
 	})
-	b.Run("NewUsageDecoder", func(b *testing.B) {
+	b.Run("ProtocolJSON.NewDecoder", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(answer)))
 		var f Frame
 		emit := func(fr Frame) { f = fr }
 		for b.Loop() {
-			d := NewUsageDecoder()
+			d := newUsageDecoder()
 			for p := answer; len(p) > 0; p = p[min(len(p), 4096):] {
 				d.Decode(p[:min(len(p), 4096)], emit)
 			}

@@ -16,7 +16,7 @@ import (
 
 // jsonFrames decodes pieces with a fresh JSON decoder and returns the frames.
 func jsonFrames(pieces ...[]byte) []Frame {
-	d := NewUsageDecoder()
+	d := newUsageDecoder()
 	var out []Frame
 	emit := func(f Frame) { out = append(out, f) }
 	for _, p := range pieces {
@@ -47,6 +47,7 @@ func TestJSONDecoderFixtures(t *testing.T) {
 		{"json/deepseek_chat_completion.json", 1052, 5, 0, 1024, 0, "", ""},
 		{"json/ollama_chat.json", 19, 9, 0, 0, 0, "", ""},
 		{"json/ollama_generate.json", 26, 11, 0, 0, 0, "", ""},
+		{"json/llamacpp_chat_completion.json", 29, 10, 0, 0, 0, "", ""}, // usage beside llama.cpp's timings
 		{"json/openai_error_429.json", 0, 0, 0, 0, 0, "tokens", "rate_limit_exceeded"},
 		{"json/anthropic_error_429.json", 0, 0, 0, 0, 0, "rate_limit_error", ""},
 		{"json/gemini_error_429.json", 0, 0, 0, 0, 0, "RESOURCE_EXHAUSTED", "429"},
@@ -133,7 +134,7 @@ func TestJSONDecoderCases(t *testing.T) {
 			for _, err := range got {
 				assert.ErrorIs(t, err, ErrMalformedFrame)
 			}
-			d := NewUsageDecoder()
+			d := newUsageDecoder()
 			d.Decode([]byte(tc.in), func(Frame) {})
 			d.Flush(func(Frame) {})
 			if tc.errs > 0 {
@@ -149,7 +150,7 @@ func TestJSONDecoderLongAnswerBoundedMemory(t *testing.T) {
 	// A 4 MiB answer is scanned with the decoder's fixed memory.
 	content := strings.Repeat("token ", 700_000)
 	body := []byte(`{"choices":[{"message":{"content":"` + content + `"}}],"usage":{"prompt_tokens":3,"completion_tokens":700000}}`)
-	d := NewUsageDecoder()
+	d := newUsageDecoder()
 	var got []Frame
 	emit := func(f Frame) { got = append(got, f) }
 	allocs := testing.AllocsPerRun(1, func() {
@@ -164,7 +165,7 @@ func TestJSONDecoderLongAnswerBoundedMemory(t *testing.T) {
 func TestJSONDecoderDecodeAllocs(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "json", "openai_chat_completion.json"))
 	require.NoError(t, err)
-	d := NewUsageDecoder().(*usageDecoder)
+	d := newUsageDecoder().(*usageDecoder)
 	var f Frame
 	emit := func(fr Frame) { f = fr }
 	allocs := testing.AllocsPerRun(100, func() {
@@ -203,13 +204,13 @@ func FuzzJSONDecoder(f *testing.F) {
 	})
 }
 
-// Issue 18: read through NewReader, whole, split at every byte and one byte
+// Read through NewReader, whole, split at every byte and one byte
 // at a time, every provider's cached-token shape reaches the Record:
 // CachedInputTokens and CacheWriteInputTokens, both part of InputTokens
 // (the whole prompt). The SSE streams of OpenAI chat, Responses, DeepSeek
 // and Anthropic are in TestReaderFixtures.
 func TestReaderCachedInputTokens(t *testing.T) {
-	usageDec := func() Decoder { return NewUsageDecoder() }
+	usageDec := func() Decoder { return newUsageDecoder() }
 	tests := []struct {
 		file               string
 		dec                func() Decoder
@@ -222,7 +223,8 @@ func TestReaderCachedInputTokens(t *testing.T) {
 		{"json/anthropic_message_cache_read.json", usageDec, 21 + 188086, 188086, 0},
 		{"json/gemini_generate_content.json", usageDec, 2071, 2048, 0},
 		{"json/deepseek_chat_completion.json", usageDec, 1052, 1024, 0},
-		{"json/ollama_chat.json", usageDec, 19, 0, 0}, // Ollama reports no cached count
+		{"json/ollama_chat.json", usageDec, 19, 0, 0},              // Ollama reports no cached count
+		{"json/llamacpp_chat_completion.json", usageDec, 29, 0, 0}, // llama.cpp b4747 reports no cached count
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {

@@ -98,7 +98,7 @@ func TestRecordFormulas(t *testing.T) {
 			e2el, ok := tt.rec.E2EL()
 			assert.Equal(t, tt.want.hasE2EL, ok, "E2EL defined")
 			assert.Equal(t, tt.want.e2el, e2el, "E2EL")
-			gap, ok := tt.rec.MaxITLGap()
+			gap, ok := tt.rec.maxITLGap()
 			assert.Equal(t, tt.want.hasGap, ok, "MaxITLGap defined")
 			assert.Equal(t, tt.want.gap, gap, "MaxITLGap")
 		})
@@ -204,5 +204,5 @@ func TestRecordJSON(t *testing.T) {
 		"input_tokens": 0, "output_tokens": 0, "chunks": 0, "outcome": "error"}`, string(b))
 	back = Record{}
 	require.NoError(t, json.Unmarshal(b, &back))
-	assert.False(t, back.HasToken())
+	assert.False(t, back.hasToken())
 }

@@ -35,7 +35,7 @@ func shortMalformedStream(n int) []byte {
 func readStream(tr *Tracker, stream []byte, buf []byte) Record {
 	body := &chunkedReader{bytes.NewReader(stream), len(buf)}
 	req := tr.Start(context.Background())
-	rc := NewReader(req, body, NewOpenAIDecoder())
+	rc := NewReader(req, body, newOpenAIDecoder())
 	for {
 		if _, err := rc.Read(buf); err == io.EOF {
 			break

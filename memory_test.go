@@ -76,7 +76,7 @@ func TestCardinalityBounded(t *testing.T) {
 	drive(tr, 20_000, 80_000, model)
 	after := liveHeap()
 	t.Logf("live heap after 20k distinct sets: %d B; after 100k: %d B", before, after)
-	require.Len(t, tr.cache, DefaultAttributeCacheSize)
+	require.Len(t, tr.cache, defaultAttributeCacheSize)
 	assert.Less(t, int64(after)-int64(before), int64(2<<20), "heap grew by more than 2 MiB")
 }
 

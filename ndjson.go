@@ -136,7 +136,7 @@ func (d *ndjsonDecoder) tooLarge() {
 	d.report(fmt.Errorf("%w: %s line larger than %d bytes; decoding of this stream stopped", ErrFrameTooLarge, d.name, d.max))
 }
 
-// NewOllamaDecoder returns a Decoder for one Ollama native stream:
+// newOllamaDecoder returns a Decoder for one Ollama native stream:
 // /api/chat and /api/generate answer application/x-ndjson, one JSON object a
 // line (ollama/ollama api/types.go ChatResponse and GenerateResponse,
 // server/routes.go streamResponse):
@@ -167,7 +167,7 @@ func (d *ndjsonDecoder) tooLarge() {
 // malformed frame (ErrMalformedFrame, see Decoder.Err) and carries nothing.
 // Decoding allocates nothing per line once the decoder's buffers have grown
 // to the largest line. The options are WithMaxFrameBytes.
-func NewOllamaDecoder(opts ...DecoderOption) Decoder {
+func newOllamaDecoder(opts ...DecoderOption) Decoder {
 	return newNDJSON("ollama", &ollamaInterp{}, opts)
 }
 

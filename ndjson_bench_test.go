@@ -28,23 +28,23 @@ func ollamaStream(n int) []byte {
 // into lines.
 func BenchmarkOllamaDecode(b *testing.B) {
 	stream := ollamaStream(1000)
-	b.Run("decoder", benchDecode(stream, func() Decoder { return NewOllamaDecoder() }))
+	b.Run("decoder", benchDecode(stream, func() Decoder { return newOllamaDecoder() }))
 	b.Run("bufio.Scanner", benchScanLines(stream))
 }
 
 // The benchmark streams decode to what they say.
 func TestBenchStreams(t *testing.T) {
-	s := summarizeFull(decodeFull(NewOllamaDecoder(), ollamaStream(1000)))
+	s := summarizeFull(decodeFull(newOllamaDecoder(), ollamaStream(1000)))
 	if s != (fullSummary{frames: 1000, tokens: 999, reasoning: 100, in: 19, out: 1000, done: true}) {
 		t.Errorf("ollama: %+v", s)
 	}
 	p := geminiPayloads(1000)
 	want := fullSummary{frames: 1000, tokens: 1000, reasoning: 100, in: 9, out: 900*4 + 100*40, reasoningTokens: 4000, done: true}
-	if s := summarizeFull(decodeFull(NewGeminiDecoder(), geminiSSE(p))); s != want {
+	if s := summarizeFull(decodeFull(newGeminiDecoder(), geminiSSE(p))); s != want {
 		t.Errorf("gemini sse: %+v", s)
 	}
 	want.frames++ // the closing ']'
-	if s := summarizeFull(decodeFull(NewGeminiArrayDecoder(), geminiArrayBody(p))); s != want {
+	if s := summarizeFull(decodeFull(newGeminiArrayDecoder(), geminiArrayBody(p))); s != want {
 		t.Errorf("gemini array: %+v", s)
 	}
 }

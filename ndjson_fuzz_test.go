@@ -34,7 +34,7 @@ func FuzzOllamaDecoder(f *testing.F) {
 	f.Add([]byte("{\"response\":\"a\"}\r\n\r\n \t\n{\"error\":\"x\"}\r\r\n{\"done\":true,\"eval_count\":3}"), []byte{1, 2})
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
 		quietOtel(t)
-		checkSplitFull(t, func() Decoder { return NewOllamaDecoder() }, data, cuts)
+		checkSplitFull(t, func() Decoder { return newOllamaDecoder() }, data, cuts)
 		// The framing alone, with frames that echo each line: a split that
 		// changed a line would change the frames.
 		echo := func() Decoder {
@@ -43,7 +43,7 @@ func FuzzOllamaDecoder(f *testing.F) {
 			})
 		}
 		checkSplitFull(t, echo, data, cuts)
-		d := NewOllamaDecoder(WithMaxFrameBytes(64)).(*ndjsonDecoder)
+		d := newOllamaDecoder(WithMaxFrameBytes(64)).(*ndjsonDecoder)
 		for _, p := range splitAt(data, []byte{3, 17, 64}) {
 			d.Decode(p, func(Frame) {})
 			if cap(d.line) > 10*d.max+64 {

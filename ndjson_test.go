@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func ollama() Decoder { return NewOllamaDecoder() }
+func ollama() Decoder { return newOllamaDecoder() }
 
 // The fixtures' lines as /work/notes/wire-formats.md §4 states them.
 func TestOllamaFixtures(t *testing.T) {
@@ -85,10 +85,10 @@ func TestOllamaDecoderFrames(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			errs := otelErrors(t)
-			d := NewOllamaDecoder()
+			d := newOllamaDecoder()
 			got := decodeFull(d, []byte(tt.in))
 			assert.Equal(t, tt.want, got)
-			assert.Equal(t, got, decodeFull(NewOllamaDecoder(), bytewise([]byte(tt.in))...), "1-byte pieces")
+			assert.Equal(t, got, decodeFull(newOllamaDecoder(), bytewise([]byte(tt.in))...), "1-byte pieces")
 			assert.Empty(t, errs())
 			assert.NoError(t, d.Err())
 		})
@@ -99,7 +99,7 @@ func TestOllamaMalformed(t *testing.T) {
 	for _, in := range []string{`{"response":"a"`, `[1]`, `data: {"response":"a"}`, `{"response":"a"} x`} {
 		t.Run(in, func(t *testing.T) {
 			errs := otelErrors(t)
-			d := NewOllamaDecoder()
+			d := newOllamaDecoder()
 			// The next line is still decoded.
 			got := decodeFull(d, []byte(in+"\n"+`{"response":"b"}`+"\n"))
 			assert.Equal(t, []fullView{{}, answerTok}, got)
@@ -230,7 +230,7 @@ func TestOllamaDecodeContentLineAllocs(t *testing.T) {
 	for name, line := range lines {
 		t.Run(name, func(t *testing.T) {
 			ev := []byte(line)
-			d := NewOllamaDecoder()
+			d := newOllamaDecoder()
 			tokens := 0
 			emit := func(f Frame) { tokens += f.Tokens }
 			half := len(ev) / 2
@@ -248,7 +248,7 @@ func TestOllamaDecodeContentLineAllocs(t *testing.T) {
 }
 
 // ollamaCacheInterp is the Ollama interpreter with a jsonscan.Cache, to
-// show why NewOllamaDecoder has none.
+// show why ProtocolOllama.NewDecoder has none.
 type ollamaCacheInterp struct {
 	j     jsonscan.Scanner
 	cache jsonscan.Cache[ollamaFacts]
@@ -277,7 +277,7 @@ func TestOllamaScanCacheWouldNotHit(t *testing.T) {
 			data := readTestdata(t, "ndjson", name)
 			got := decodeFull(newNDJSON("ollama", in, nil), data)
 			assert.Zero(t, in.hits)
-			assert.Equal(t, decodeFull(NewOllamaDecoder(), data), got)
+			assert.Equal(t, decodeFull(newOllamaDecoder(), data), got)
 		})
 	}
 	in := &ollamaCacheInterp{}

@@ -6,7 +6,7 @@ import (
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 )
 
-// NewOpenAIDecoder returns a Decoder for one OpenAI-compatible SSE stream.
+// newOpenAIDecoder returns a Decoder for one OpenAI-compatible SSE stream.
 // It understands:
 //
 //   - chat completions chunks: a choice whose delta has a non-empty content,
@@ -71,7 +71,7 @@ import (
 // Usage counts must be non-negative JSON integers to be read. Data that is
 // not a JSON object is a malformed frame (ErrMalformedFrame, see
 // Decoder.Err) and carries nothing. The options are WithMaxFrameBytes.
-func NewOpenAIDecoder(opts ...DecoderOption) Decoder {
+func newOpenAIDecoder(opts ...DecoderOption) Decoder {
 	o := &openAIInterp{}
 	return newSSE("openai", o, opts)
 }
@@ -213,8 +213,8 @@ func respUsage(u *jsonscan.Ints) usage {
 
 // chatUsage reads a chat completions usage object like respUsage. Most
 // providers count reasoning inside completion_tokens; xAI counts it beside
-// (total_tokens = prompt + completion + reasoning: UKGovernmentBEIS/inspect_ai
-// issue 5528, a recorded grok-3-mini usage 10 + 1328 + 307 = 1645), so the
+// (total_tokens = prompt + completion + reasoning: UKGovernmentBEIS/inspect_ai#5528,
+// a recorded grok-3-mini usage 10 + 1328 + 307 = 1645), so the
 // reasoning count is added to the output exactly when the total says so.
 func chatUsage(u *jsonscan.Ints) usage {
 	r := respUsage(u)

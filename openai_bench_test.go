@@ -70,7 +70,7 @@ func BenchmarkOpenAIDecodeThinking(b *testing.B) {
 			}
 		}
 		for b.Loop() {
-			d := NewOpenAIDecoder()
+			d := newOpenAIDecoder()
 			for p := stream; len(p) > 0; {
 				n := min(piece, len(p))
 				d.Decode(p[:n], emit)
@@ -106,13 +106,13 @@ func BenchmarkOpenAIDecode(b *testing.B) {
 	stream := chatStream(1000)
 	const piece = 4096 // benchDecode's piece size, for the baseline's buffer
 	decode := func(newDecoder func() Decoder) func(b *testing.B) { return benchDecode(stream, newDecoder) }
-	b.Run("decoder", decode(func() Decoder { return NewOpenAIDecoder() }))
+	b.Run("decoder", decode(func() Decoder { return newOpenAIDecoder() }))
 	// The same without the scan cache: every event gets a full JSON scan
 	// (the cost when consecutive events differ in more than their text).
 	b.Run("decoder-nocache", decode(func() Decoder { return newOpenAITestDecoder(false, nil) }))
 	// The same without the SSE framing's one-line-event fast path: every
 	// event's data is copied before it is interpreted.
-	b.Run("decoder-nofastpath", decode(func() Decoder { return noFastPath{NewOpenAIDecoder().(*sseDecoder)} }))
+	b.Run("decoder-nofastpath", decode(func() Decoder { return noFastPath{newOpenAIDecoder().(*sseDecoder)} }))
 	b.Run("bufio.Scanner", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(stream)))

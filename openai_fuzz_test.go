@@ -127,9 +127,9 @@ func FuzzOpenAIDecoder(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\rdata: [DONE]\r"), []byte{1})
 	f.Fuzz(func(t *testing.T, data, cuts []byte) {
 		quietOtel(t)
-		checkSplitInvariant(t, func() Decoder { return NewOpenAIDecoder() }, data, cuts)
+		checkSplitInvariant(t, func() Decoder { return newOpenAIDecoder() }, data, cuts)
 		checkCache(t, func(cache bool) Decoder { return newOpenAITestDecoder(cache, nil) }, data)
-		checkBounded(t, NewOpenAIDecoder(WithMaxFrameBytes(64)).(*sseDecoder), data)
+		checkBounded(t, newOpenAIDecoder(WithMaxFrameBytes(64)).(*sseDecoder), data)
 	})
 }
 

@@ -164,7 +164,7 @@ func TestOpenAIDecoderFrames(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			errs := otelErrors(t)
-			assert.Equal(t, tt.want, decodePieces(NewOpenAIDecoder(), []byte(tt.in)))
+			assert.Equal(t, tt.want, decodePieces(newOpenAIDecoder(), []byte(tt.in)))
 			assert.Empty(t, errs())
 		})
 	}
@@ -187,7 +187,7 @@ func TestOpenAIDecodeContentEventAllocs(t *testing.T) {
 	}
 	for name, ev := range events {
 		t.Run(name, func(t *testing.T) {
-			d := NewOpenAIDecoder()
+			d := newOpenAIDecoder()
 			tokens := 0
 			emit := func(f Frame) { tokens += f.Tokens }
 			half := len(ev) / 2
@@ -225,7 +225,7 @@ func TestScanCache(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			errs := otelErrors(t)
-			with := decodePieces(NewOpenAIDecoder(), []byte(tt.in))
+			with := decodePieces(newOpenAIDecoder(), []byte(tt.in))
 			without := decodePieces(newOpenAITestDecoder(false, nil), []byte(tt.in))
 			assert.Equal(t, tt.want, with)
 			assert.Equal(t, without, with)
@@ -242,7 +242,7 @@ func TestScanCache(t *testing.T) {
 	}
 }
 
-// Issue 17 item 4: a proxy puts a placeholder usage (completion_tokens 0) on
+// A proxy puts a placeholder usage (completion_tokens 0) on
 // every content chunk and the real usage at the end. Ten content chunks
 // 10 ms apart are ten chunks, whatever the usage says: TTFT 10 ms, E2EL
 // 100 ms (the last content chunk), TPOT 90 ms / (31 − 1) = 3 ms, N = 31.
@@ -266,7 +266,7 @@ func TestOpenAIPlaceholderUsageTiming(t *testing.T) {
 				tr, _ := newTestTracker(t)
 				start := time.Now()
 				req := tr.Start(context.Background())
-				rc := NewReader(req, &timedBody{pieces: pieces}, NewOpenAIDecoder())
+				rc := NewReader(req, &timedBody{pieces: pieces}, newOpenAIDecoder())
 				var got []byte
 				buf := make([]byte, 1<<16) // one Read per piece: a piece's delay is taken once
 				for {

@@ -76,7 +76,7 @@ func finiteValues(values []float64) error {
 	return nil
 }
 
-// PercentileNearestRank returns the p-th percentile of values with the
+// percentileNearestRank returns the p-th percentile of values with the
 // nearest-rank method: the smallest value v such that at least p percent of
 // the values are ≤ v (numpy's "inverted_cdf" method). Unlike Percentile, the
 // result is always one of the observed values, which suits a user who must
@@ -85,7 +85,7 @@ func finiteValues(values []float64) error {
 // p is in percent (0–100); p = 0 gives the minimum and p = 100 the maximum.
 // Its errors are those of Percentile. values is not modified. It is safe
 // for concurrent use.
-func PercentileNearestRank(values []float64, p float64) (float64, error) {
+func percentileNearestRank(values []float64, p float64) (float64, error) {
 	s, err := sortedCopy(values, p)
 	if err != nil {
 		return 0, err

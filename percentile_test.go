@@ -40,7 +40,7 @@ func TestPercentile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := slices.Clone(tt.values)
-			for _, f := range []func([]float64, float64) (float64, error){Percentile, PercentileNearestRank} {
+			for _, f := range []func([]float64, float64) (float64, error){Percentile, percentileNearestRank} {
 				got, err := f(tt.values, tt.p)
 				if tt.wantErr != nil {
 					require.ErrorIs(t, err, tt.wantErr)
@@ -74,7 +74,7 @@ func TestPercentileNearestRank(t *testing.T) {
 	}{{0, 15}, {5, 15}, {30, 20}, {40, 20}, {50, 35}, {99, 50}, {100, 50}}
 	for _, tt := range tests {
 		t.Run(jsonFloat(tt.p), func(t *testing.T) {
-			got, err := PercentileNearestRank(v, tt.p)
+			got, err := percentileNearestRank(v, tt.p)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -106,7 +106,7 @@ func TestPercentileProperties(t *testing.T) {
 		for p := 0.0; p <= 100; p += 1.25 {
 			got := pct(v, p)
 			require.GreaterOrEqual(t, got, prev, "monotone in p")
-			nr, err := PercentileNearestRank(v, p)
+			nr, err := percentileNearestRank(v, p)
 			require.NoError(t, err)
 			require.Contains(t, v, nr, "nearest rank is an observed value")
 			prev = got

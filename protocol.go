@@ -8,28 +8,28 @@ import "strings"
 // NewDecoder returns a new Decoder for one answer in protocol p, built with
 // opts. ProtocolGemini's decoder takes its framing from the body's first
 // byte that is not white space: '[' (or '{') is the JSON array that
-// streamGenerateContent sends without alt=sse (NewGeminiArrayDecoder),
-// anything else the alt=sse event stream (NewGeminiDecoder). An invalid p
+// streamGenerateContent sends without alt=sse, anything else the alt=sse
+// event stream. docs/decoders.md tells what each counts. An invalid p
 // gives nil (no frames: only the outcome and E2EL are measured).
 func (p Protocol) NewDecoder(opts ...DecoderOption) Decoder {
 	switch p {
 	case ProtocolOpenAI:
-		return NewOpenAIDecoder(opts...)
+		return newOpenAIDecoder(opts...)
 	case ProtocolAnthropic:
-		return NewAnthropicDecoder(opts...)
+		return newAnthropicDecoder(opts...)
 	case ProtocolGemini:
 		return &geminiAutoDecoder{opts: opts}
 	case ProtocolOllama:
-		return NewOllamaDecoder(opts...)
+		return newOllamaDecoder(opts...)
 	case ProtocolJSON:
-		return NewUsageDecoder(opts...)
+		return newUsageDecoder(opts...)
 	case ProtocolUnknown:
 		return newSniffDecoder(opts)
 	}
 	return nil
 }
 
-// DetectProtocol chooses the protocol of an answer from the request's URL
+// detectProtocol chooses the protocol of an answer from the request's URL
 // path and the response's Content-Type, as NewTransport and Middleware do:
 //
 //	Content-Type              path                                              protocol
@@ -54,11 +54,11 @@ func (p Protocol) NewDecoder(opts ...DecoderOption) Decoder {
 // /api/v1/chat/completions, Groq's /openai/v1/…, vLLM's /v1/…); a query or
 // a trailing slash is ignored. Content-Type parameters (charset) and case
 // are ignored.
-func DetectProtocol(path, contentType string) Protocol {
+func detectProtocol(path, contentType string) Protocol {
 	return chooseProtocol(classifyPath(path), contentType)
 }
 
-// chooseProtocol applies the Content-Type rules of DetectProtocol to the
+// chooseProtocol applies the Content-Type rules of detectProtocol to the
 // endpoint ep (whose protocol may come from WithProtocol).
 func chooseProtocol(ep endpoint, contentType string) Protocol {
 	switch mediaTypeOf(contentType) {

@@ -111,7 +111,7 @@ type Record struct {
 	// (len = Chunks − 1), or nil when the Tracker was told not to keep them.
 	ITL []time.Duration `json:"itl_ns,omitempty"`
 	// MaxITL is the largest gap between consecutive token-carrying chunks.
-	// A Tracker sets it even when it keeps no ITL list; MaxITLGap combines
+	// A Tracker sets it even when it keeps no ITL list; maxITLGap combines
 	// it with ITL, so a hand-built Record may set either.
 	MaxITL time.Duration `json:"max_itl_ns,omitempty"`
 	// Outcome says how the request ended.
@@ -128,13 +128,13 @@ type Record struct {
 // nonNeg returns d, or 0 when d is negative (times out of order).
 func nonNeg(d time.Duration) time.Duration { return max(d, 0) }
 
-// HasToken reports whether at least one token-carrying chunk arrived.
-func (r Record) HasToken() bool { return !r.FirstToken.IsZero() }
+// hasToken reports whether at least one token-carrying chunk arrived.
+func (r Record) hasToken() bool { return !r.FirstToken.IsZero() }
 
 // TTFT returns FirstToken − Start, the time to first token. ok is false when
 // no token arrived.
 func (r Record) TTFT() (d time.Duration, ok bool) {
-	if !r.HasToken() {
+	if !r.hasToken() {
 		return 0, false
 	}
 	return nonNeg(r.FirstToken.Sub(r.Start)), true
@@ -157,7 +157,7 @@ func (r Record) TTFO() (d time.Duration, ok bool) {
 // one chunk has TPOT 0.
 func (r Record) TPOT() (d time.Duration, ok bool) {
 	n := r.OutputTokens
-	if n <= 1 || !r.HasToken() {
+	if n <= 1 || !r.hasToken() {
 		return 0, false
 	}
 	return divRound(r.decode(), n-1), true
@@ -165,7 +165,7 @@ func (r Record) TPOT() (d time.Duration, ok bool) {
 
 // decode returns LastToken − FirstToken (0 when no token arrived).
 func (r Record) decode() time.Duration {
-	if !r.HasToken() {
+	if !r.hasToken() {
 		return 0
 	}
 	return r.lastToken().Sub(r.FirstToken)
@@ -191,7 +191,7 @@ func divRound(d time.Duration, n int) time.Duration {
 // record has neither a token nor an End.
 func (r Record) E2EL() (d time.Duration, ok bool) {
 	switch {
-	case r.HasToken():
+	case r.hasToken():
 		return nonNeg(r.lastToken().Sub(r.Start)), true
 	case !r.End.IsZero():
 		return nonNeg(r.End.Sub(r.Start)), true
@@ -203,17 +203,17 @@ func (r Record) E2EL() (d time.Duration, ok bool) {
 // (E2EL = TTFT + GenerationTime for a request that produced tokens): 0 when
 // every token came in one chunk. ok is false when no token arrived.
 func (r Record) GenerationTime() (d time.Duration, ok bool) {
-	if !r.HasToken() {
+	if !r.hasToken() {
 		return 0, false
 	}
 	return nonNeg(r.decode()), true
 }
 
-// MaxITLGap returns the largest ITL gap (between consecutive
+// maxITLGap returns the largest ITL gap (between consecutive
 // token-carrying chunks): the maximum of the MaxITL field and every ITL
 // entry, so a hand-built Record may set either. ok is false when the record
 // has neither (fewer than two chunks, or gaps not kept).
-func (r Record) MaxITLGap() (d time.Duration, ok bool) {
+func (r Record) maxITLGap() (d time.Duration, ok bool) {
 	d, ok = r.MaxITL, r.MaxITL > 0
 	for _, g := range r.ITL {
 		d, ok = max(d, g), true

@@ -2,15 +2,21 @@ package llmmetrics
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/embedded"
+	"go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
@@ -30,19 +36,15 @@ func emittedNames(t *testing.T, reader *sdkmetric.ManualReader) []string {
 	return names
 }
 
-// roleTracker returns a Tracker of role (nil: the default) on a fresh SDK
-// provider, failing the test on any problem reported through otel.Handle.
-func roleTracker(t *testing.T, role *Role) (*Tracker, *sdkmetric.ManualReader) {
+// roleTracker returns a Tracker on a fresh SDK provider, failing the test
+// on any problem reported through otel.Handle.
+func roleTracker(t *testing.T) (*Tracker, *sdkmetric.ManualReader) {
 	t.Helper()
 	handleOtel(t, func(err error) { t.Errorf("otel.Handle: %v", err) })
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	opts := []Option{WithMeterProvider(mp)}
-	if role != nil {
-		opts = append(opts, WithRole(*role))
-	}
-	tr, err := NewTracker(opts...)
+	tr, err := NewTracker(WithMeterProvider(mp))
 	require.NoError(t, err)
 	return tr, reader
 }
@@ -51,11 +53,11 @@ var (
 	clientNames = []string{
 		"gen_ai.client.operation.duration", "gen_ai.client.operation.time_per_output_chunk",
 		"gen_ai.client.operation.time_to_first_chunk", "gen_ai.client.token.usage",
-		MetricTTFO, MetricRequests, MetricActive, MetricClientTPOT, MetricTokens,
+		metricTTFO, metricRequests, metricActive, metricClientTPOT, metricTokens,
 	}
 	serverNames = []string{
 		"gen_ai.server.request.duration", "gen_ai.server.time_per_output_token", "gen_ai.server.time_to_first_token",
-		MetricTTFO, MetricServerITL, MetricRequests, MetricActive, MetricTokens,
+		metricTTFO, metricServerITL, metricRequests, metricActive, metricTokens,
 	}
 )
 
@@ -94,22 +96,20 @@ func callStream(t *testing.T, rt http.RoundTripper, url string) {
 }
 
 // TestHTTPWrappersDecideTheRole: NewTransport and Middleware record the
-// client-role instruments and NewHandler the server-role ones, whatever
-// the Tracker's WithRole says; Start keeps the Tracker's role (issue 21
-// item 3).
+// client-role instruments, NewHandler the server-role ones, Start the
+// server's and StartClient the client's: the call decides, no option.
 func TestHTTPWrappersDecideTheRole(t *testing.T) {
-	client, server := RoleClient, RoleServer
 	noWrap := func(h http.Handler) http.Handler { return h }
-	t.Run("NewTransport on a default Tracker: gen_ai.client.*", func(t *testing.T) {
-		tr, reader := roleTracker(t, nil)
+	t.Run("NewTransport: gen_ai.client.*", func(t *testing.T) {
+		tr, reader := roleTracker(t)
 		srv := chatStreamServer(t, noWrap)
 		base := &http.Transport{}
 		defer base.CloseIdleConnections()
 		callStream(t, NewTransport(tr, base), srv.URL)
 		assert.Equal(t, sorted(clientNames), emittedNames(t, reader))
 	})
-	t.Run("Middleware on a server-role Tracker: gen_ai.client.*", func(t *testing.T) {
-		tr, reader := roleTracker(t, &server)
+	t.Run("Middleware: gen_ai.client.*", func(t *testing.T) {
+		tr, reader := roleTracker(t)
 		srv := chatStreamServer(t, noWrap)
 		base := &http.Transport{}
 		defer base.CloseIdleConnections()
@@ -117,8 +117,8 @@ func TestHTTPWrappersDecideTheRole(t *testing.T) {
 		callStream(t, roundTripFunc(func(r *http.Request) (*http.Response, error) { return mw(r, base.RoundTrip) }), srv.URL)
 		assert.Equal(t, sorted(clientNames), emittedNames(t, reader))
 	})
-	t.Run("NewHandler on a client-role Tracker: gen_ai.server.*", func(t *testing.T) {
-		tr, reader := roleTracker(t, &client)
+	t.Run("NewHandler: gen_ai.server.*", func(t *testing.T) {
+		tr, reader := roleTracker(t)
 		srv := chatStreamServer(t, func(h http.Handler) http.Handler { return NewHandler(tr, h) })
 		base := &http.Transport{}
 		defer base.CloseIdleConnections()
@@ -127,7 +127,7 @@ func TestHTTPWrappersDecideTheRole(t *testing.T) {
 		assert.Equal(t, sorted(serverNames), emittedNames(t, reader))
 	})
 	t.Run("one Tracker for a gateway's two sides", func(t *testing.T) {
-		tr, reader := roleTracker(t, nil)
+		tr, reader := roleTracker(t)
 		srv := chatStreamServer(t, func(h http.Handler) http.Handler { return NewHandler(tr, h) })
 		base := &http.Transport{}
 		defer base.CloseIdleConnections()
@@ -149,15 +149,17 @@ func TestHTTPWrappersDecideTheRole(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		name  string
-		role  *Role
+		start func(*Tracker) func(context.Context, time.Time, ...attribute.KeyValue) *Request
 		names []string
 	}{
-		{"Start on a default Tracker: gen_ai.server.*", nil, serverNames},
-		{"Start on a client-role Tracker: gen_ai.client.*", &client, clientNames},
+		{"StartAt: gen_ai.server.*", func(tr *Tracker) func(context.Context, time.Time, ...attribute.KeyValue) *Request { return tr.StartAt }, serverNames},
+		{"StartClientAt: gen_ai.client.*", func(tr *Tracker) func(context.Context, time.Time, ...attribute.KeyValue) *Request {
+			return tr.StartClientAt
+		}, clientNames},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr, reader := roleTracker(t, tc.role)
-			r := tr.StartAt(context.Background(), t0, baseAttrs...)
+			tr, reader := roleTracker(t)
+			r := tc.start(tr)(context.Background(), t0, baseAttrs...)
 			r.ChunkAt(t0.Add(1), 1)
 			r.ChunkAt(t0.Add(2), 1)
 			r.SetUsage(3, 2)
@@ -167,13 +169,107 @@ func TestHTTPWrappersDecideTheRole(t *testing.T) {
 	}
 }
 
-// TestOtherRoleDoesNotAllocatePerChunk: a request measured with the other
+// TestNewTrackerCreatesBothRoles: NewTracker creates every instrument of
+// both roles, so a provider that refuses one makes NewTracker fail, whichever
+// role the refused instrument belongs to, and nothing goes to otel.Handle
+// later.
+func TestNewTrackerCreatesBothRoles(t *testing.T) {
+	for _, name := range []string{"gen_ai.server.time_to_first_token", "gen_ai.client.operation.time_to_first_chunk", metricRequests} {
+		t.Run(name, func(t *testing.T) {
+			handleOtel(t, func(err error) { t.Errorf("otel.Handle: %v", err) })
+			mp := refusingProvider{refuse: name}
+			_, err := NewTracker(WithMeterProvider(mp))
+			require.Error(t, err)
+			assert.ErrorContains(t, err, "refused "+name)
+		})
+	}
+	t.Run("every instrument is created at once", func(t *testing.T) {
+		mp := &recordingProvider{}
+		_, err := NewTracker(WithMeterProvider(mp))
+		require.NoError(t, err)
+		assert.Equal(t, sorted(clientNames, serverNames,
+			[]string{metricCachedInputTokens, metricCacheWriteInputTokens}), sorted(mp.names))
+	})
+}
+
+// refusingProvider's meter fails to create the instrument named refuse.
+type refusingProvider struct {
+	embedded.MeterProvider
+	refuse string
+}
+
+func (p refusingProvider) Meter(string, ...metric.MeterOption) metric.Meter {
+	return refusingMeter{Meter: noop.Meter{}, refuse: p.refuse}
+}
+
+type refusingMeter struct {
+	metric.Meter
+	refuse string
+}
+
+func (m refusingMeter) err(name string) error {
+	if name == m.refuse {
+		return errors.New("refused " + name)
+	}
+	return nil
+}
+
+func (m refusingMeter) Float64Histogram(name string, o ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
+	h, _ := m.Meter.Float64Histogram(name, o...)
+	return h, m.err(name)
+}
+
+func (m refusingMeter) Int64Histogram(name string, o ...metric.Int64HistogramOption) (metric.Int64Histogram, error) {
+	h, _ := m.Meter.Int64Histogram(name, o...)
+	return h, m.err(name)
+}
+
+func (m refusingMeter) Int64Counter(name string, o ...metric.Int64CounterOption) (metric.Int64Counter, error) {
+	c, _ := m.Meter.Int64Counter(name, o...)
+	return c, m.err(name)
+}
+
+// recordingProvider's meters note the name of every instrument created.
+type recordingProvider struct {
+	embedded.MeterProvider
+	names []string
+}
+
+func (p *recordingProvider) Meter(string, ...metric.MeterOption) metric.Meter {
+	return recordingMeter{Meter: noop.Meter{}, p: p}
+}
+
+type recordingMeter struct {
+	metric.Meter
+	p *recordingProvider
+}
+
+func (m recordingMeter) Float64Histogram(name string, o ...metric.Float64HistogramOption) (metric.Float64Histogram, error) {
+	m.p.names = append(m.p.names, name)
+	return m.Meter.Float64Histogram(name, o...)
+}
+
+func (m recordingMeter) Int64Histogram(name string, o ...metric.Int64HistogramOption) (metric.Int64Histogram, error) {
+	m.p.names = append(m.p.names, name)
+	return m.Meter.Int64Histogram(name, o...)
+}
+
+func (m recordingMeter) Int64Counter(name string, o ...metric.Int64CounterOption) (metric.Int64Counter, error) {
+	m.p.names = append(m.p.names, name)
+	return m.Meter.Int64Counter(name, o...)
+}
+
+func (m recordingMeter) Int64UpDownCounter(name string, o ...metric.Int64UpDownCounterOption) (metric.Int64UpDownCounter, error) {
+	m.p.names = append(m.p.names, name)
+	return m.Meter.Int64UpDownCounter(name, o...)
+}
+
+// TestOtherRoleDoesNotAllocatePerChunk: a request measured with the client
 // role's instruments records a chunk without allocating.
 func TestOtherRoleDoesNotAllocatePerChunk(t *testing.T) {
-	tr, _ := roleTracker(t, nil)
-	r := tr.startAs(context.Background(), tr.instFor(RoleClient), t0, nil)
+	tr, _ := roleTracker(t)
+	r := tr.StartClientAt(context.Background(), t0)
 	r.ChunkAt(t0, 1)
 	allocs := testing.AllocsPerRun(1000, func() { r.ChunkAt(t0.Add(1), 1) })
 	assert.Zero(t, allocs)
-
 }

@@ -26,7 +26,7 @@ import (
 //   - TPOT bounds (LastToken − FirstToken) / (N − 1), compared without
 //     rounding. A request with N ≤ 1 has no TPOT and meets any TPOT limit.
 //   - ITL bounds the largest single gap between token-carrying chunks
-//     (Record.MaxITLGap): the "stutter" limit. A request with fewer than two
+//     (Record.MaxITL and Record.ITL): the "stutter" limit. A request with fewer than two
 //     chunks has no gap and meets it.
 //   - E2EL bounds the end-to-end latency (Record.E2EL). A record with
 //     neither a token nor an End has none and fails an E2EL limit.
@@ -108,10 +108,12 @@ func (s SLO) limits() [5]namedLimit {
 // SLOCheck is the result of checking one Record against an SLO, threshold by
 // threshold, so a caller can see which limit a request missed. Each
 // threshold field is true when the limit is unset or the request's value
-// meets it, whatever the outcome; OK is true when the outcome is OutcomeOK.
+// meets it, whatever the outcome; Completed is true when the outcome is
+// OutcomeOK. Met combines them.
 type SLOCheck struct {
-	// OK is true when the request's outcome is OutcomeOK.
-	OK bool `json:"ok"`
+	// Completed is true when the request's outcome is OutcomeOK (the
+	// request completed); a failed or canceled request never meets an SLO.
+	Completed bool `json:"completed"`
 	// TTFT is true when the TTFT limit is unset or met.
 	TTFT bool `json:"ttft"`
 	// TTFO is true when the TTFO limit is unset or met.
@@ -124,9 +126,9 @@ type SLOCheck struct {
 	E2EL bool `json:"e2el"`
 }
 
-// Met reports whether the request is good: OK and within every limit. For
+// Met reports whether the request is good: Completed and within every limit. For
 // a Record r, slo.Check(r).Met() is the one way to ask "is r good?".
-func (c SLOCheck) Met() bool { return c.OK && c.TTFT && c.TTFO && c.TPOT && c.ITL && c.E2EL }
+func (c SLOCheck) Met() bool { return c.Completed && c.TTFT && c.TTFO && c.TPOT && c.ITL && c.E2EL }
 
 // Check evaluates r against every limit of s (see SLO for the rules).
 func (s SLO) Check(r Record) SLOCheck {
@@ -139,7 +141,7 @@ func (s SLO) Check(r Record) SLOCheck {
 // from integer offsets (recMetrics.fast) and checks them with the same
 // SLO.check.
 type figures struct {
-	tok     bool          // HasToken()
+	tok     bool          // hasToken()
 	ttft    time.Duration // TTFT(), when tok
 	hasTTFO bool          // !FirstOutput.IsZero()
 	ttfo    time.Duration // TTFO(), when hasTTFO
@@ -150,7 +152,7 @@ type figures struct {
 
 // figures returns r's figures from its methods.
 func (r *Record) figures() figures {
-	f := figures{tok: r.HasToken(), decode: r.decode()}
+	f := figures{tok: r.hasToken(), decode: r.decode()}
 	f.ttft, _ = r.TTFT()
 	f.ttfo, f.hasTTFO = r.TTFO()
 	f.e2el, f.hasE2EL = r.E2EL()
@@ -162,7 +164,7 @@ func (r *Record) figures() figures {
 // limit) is read from r only when that limit is set: it costs a pass over
 // the gaps.
 func (s *SLO) check(r *Record, f *figures) SLOCheck {
-	c := SLOCheck{OK: r.Outcome == OutcomeOK, TTFT: true, TTFO: true, TPOT: true, ITL: true, E2EL: true}
+	c := SLOCheck{Completed: r.Outcome == OutcomeOK, TTFT: true, TTFO: true, TPOT: true, ITL: true, E2EL: true}
 	if s.TTFT > 0 {
 		c.TTFT = f.tok && f.ttft <= s.TTFT
 	}
@@ -177,7 +179,7 @@ func (s *SLO) check(r *Record, f *figures) SLOCheck {
 		c.TPOT = q < s.TPOT || (q == s.TPOT && rem == 0)
 	}
 	if s.ITL > 0 {
-		d, ok := r.MaxITLGap()
+		d, ok := r.maxITLGap()
 		c.ITL = !ok || d <= s.ITL
 	}
 	if s.E2EL > 0 {

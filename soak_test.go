@@ -32,7 +32,7 @@ func soak(t *testing.T, n int, cancelRate float64) ([]llmmetrics.Record, llmmetr
 	})
 	defer srv.Close()
 	mp, col := llmmetricstest.NewMeterProvider()
-	tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp), llmmetrics.WithRole(llmmetrics.RoleClient))
+	tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp))
 	require.NoError(t, err)
 	client := srv.Client()
 
@@ -66,7 +66,7 @@ func soak(t *testing.T, n int, cancelRate float64) ([]llmmetrics.Record, llmmetr
 // through the reader wrapper, the way a client of the library does.
 func stream(ctx context.Context, tr *llmmetrics.Tracker, client *http.Client, url, model string, i int) llmmetrics.Record {
 	body := fmt.Sprintf(`{"model":%q,"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"soak request %d"}]}`, model, i)
-	req := tr.Start(ctx)
+	req := tr.StartClient(ctx)
 	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/chat/completions", bytes.NewReader([]byte(body)))
 	if err != nil {
 		return req.End(err)
@@ -79,7 +79,7 @@ func stream(ctx context.Context, tr *llmmetrics.Tracker, client *http.Client, ur
 		resp.Body.Close()
 		return req.End(fmt.Errorf("HTTP %d", resp.StatusCode))
 	}
-	rc := llmmetrics.NewReader(req, resp.Body, llmmetrics.NewOpenAIDecoder())
+	rc := llmmetrics.NewReader(req, resp.Body, llmmetrics.ProtocolOpenAI.NewDecoder())
 	_, _ = io.Copy(io.Discard, rc)
 	_ = rc.Close()
 	return req.End(nil) // ended by the reader: returns its Record

@@ -70,5 +70,5 @@ func TestNoFastPathSameFrames(t *testing.T) {
 		assert.Equal(t, fast, decodePieces(d, data), fx.file)
 	}
 	stream := chatStream(100)
-	assert.Equal(t, decodePieces(NewOpenAIDecoder(), stream), decodePieces(noFastPath{NewOpenAIDecoder().(*sseDecoder)}, bytes.Clone(stream)))
+	assert.Equal(t, decodePieces(newOpenAIDecoder(), stream), decodePieces(noFastPath{newOpenAIDecoder().(*sseDecoder)}, bytes.Clone(stream)))
 }

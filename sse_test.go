@@ -133,8 +133,8 @@ func (r *releaseCounter) interpret(_, _ []byte) (Frame, error) {
 func (r *releaseCounter) release() { r.released++ }
 
 // A custom interpreter reports a malformed event by returning an error: the
-// decoder emits the frame it returned, reports the error (as an
-// ErrMalformedFrame) through otel.Handle, keeps the first for Err, and goes
+// decoder emits the frame it returned, reports the stream's first error
+// (as an ErrMalformedFrame) through otel.Handle, keeps it for Err, and goes
 // on.
 func TestSSEInterpretErrors(t *testing.T) {
 	errBad := errors.New("no digits")
@@ -154,12 +154,17 @@ func TestSSEInterpretErrors(t *testing.T) {
 	assert.Equal(t, []frameView{{Tokens: 2}, {}, {Done: true}, {Tokens: 3}}, got, "every frame is emitted, as returned")
 
 	reported := errs()
-	require.Len(t, reported, 2)
+	require.Len(t, reported, 1, "the stream's first problem only")
 	assert.ErrorIs(t, reported[0], ErrMalformedFrame, "wrapped in the sentinel")
 	assert.ErrorIs(t, reported[0], errBad, "and still the interpreter's error")
 	assert.Equal(t, "llmmetrics: malformed frame: sse event: no digits", reported[0].Error())
-	assert.Same(t, errOwn, reported[1], "an error that wraps the sentinel is reported as is")
 	assert.Equal(t, reported[0], d.Err(), "Err is the first problem")
+
+	own := NewSSEDecoder(interpret)
+	decodePieces(own, []byte("data: own\n\ndata: bad\n\n"))
+	require.Len(t, errs(), 2)
+	assert.Same(t, errOwn, errs()[1], "an error that wraps the sentinel is reported as is")
+	assert.Same(t, errOwn, own.Err())
 
 	clean := NewSSEDecoder(interpret)
 	decodePieces(clean, []byte("data: ab\n\n"))
@@ -167,7 +172,7 @@ func TestSSEInterpretErrors(t *testing.T) {
 }
 
 // Line endings are found in linear time: a long run of CR-only lines (no LF
-// anywhere) used to be rescanned for an LF once per line.
+// anywhere) is not rescanned for an LF once per line (quadratic).
 func TestSSEManyCROnlyLines(t *testing.T) {
 	const n = 200_000
 	in := bytes.Repeat([]byte("data: x\r\r"), n)

@@ -34,7 +34,7 @@ func BenchmarkReaderOpenAI(b *testing.B) {
 	const piece, events = 4096, 996
 	ctx := context.Background()
 	floor := func(b *testing.B) func() {
-		h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(ITLBuckets...))
+		h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(itlBuckets...))
 		opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
 		body := &chunkedReader{bytes.NewReader(stream), piece}
 		buf := make([]byte, piece)
@@ -49,7 +49,7 @@ func BenchmarkReaderOpenAI(b *testing.B) {
 		}
 		return func() {
 			body.r.Reset(stream)
-			d := NewOpenAIDecoder()
+			d := newOpenAIDecoder()
 			n = 0
 			for {
 				k, err := body.Read(buf)
@@ -65,13 +65,13 @@ func BenchmarkReaderOpenAI(b *testing.B) {
 		}
 	}
 	reader := func(b *testing.B) func() {
-		tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithWindow(0, 0))
+		tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithoutWindow())
 		body := &chunkedReader{bytes.NewReader(stream), piece}
 		buf := make([]byte, piece)
 		return func() {
 			body.r.Reset(stream)
 			req := tr.Start(ctx)
-			rc := NewReader(req, body, NewOpenAIDecoder())
+			rc := NewReader(req, body, newOpenAIDecoder())
 			for {
 				if _, err := rc.Read(buf); err == io.EOF {
 					break

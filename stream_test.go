@@ -202,7 +202,7 @@ func TestReaderOutcomes(t *testing.T) {
 			}
 			rec := req.End(nil)
 			assert.Equal(t, tt.outcome, rec.Outcome)
-			assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), MetricRequests), "ended exactly once")
+			assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), metricRequests), "ended exactly once")
 		})
 	}
 }
@@ -247,14 +247,14 @@ func TestReaderContextCancelWhileBlocked(t *testing.T) {
 		cancel()
 		synctest.Wait()
 		// The request ended on the cancel, while Read is still blocked.
-		assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), MetricRequests))
+		assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), metricRequests))
 		rec := req.End(nil)
 		assert.Equal(t, OutcomeCanceled, rec.Outcome)
 		assert.Equal(t, time.Second, rec.End.Sub(rec.Start))
 		// The caller's stream is untouched: closing the body still ends its Read.
 		_ = pw.CloseWithError(errors.New("gone"))
 		assert.EqualError(t, <-readDone, "gone")
-		assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), MetricRequests), "still exactly once")
+		assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), metricRequests), "still exactly once")
 	})
 }
 
@@ -269,7 +269,7 @@ func (d *countingDecoder) Flush(func(Frame)) {}
 func (d *countingDecoder) Err() error        { return nil }
 
 func TestReaderReadDoesNotAllocate(t *testing.T) {
-	tr, _ := newTestTracker(t, WithKeepITL(false))
+	tr, _ := newTestTracker(t, WithoutITL())
 	line := []byte("token\n")
 	src := &repeatReader{line: line}
 	rc := NewReader(tr.Start(context.Background()), src, &countingDecoder{})
@@ -554,7 +554,7 @@ func TestReaderFixtures(t *testing.T) {
 				assert.Empty(t, reported)
 			}
 			errTypes := map[string]int64{}
-			if m, ok := collect(t, metrics)[MetricRequests]; assert.True(t, ok) {
+			if m, ok := collect(t, metrics)[metricRequests]; assert.True(t, ok) {
 				for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
 					if v, ok := p.Attributes.Value(semconv.ErrorTypeKey); ok {
 						errTypes[v.AsString()] += p.Value
@@ -655,7 +655,7 @@ func (b *lateErrorBody) Close() error {
 // from another goroutine (http.Response.Body allows it) just as Read
 // applies an error frame that follows the end marker. Close reports the
 // stream as it was at the end marker, whichever comes first, and without a
-// data race (issue 10; run with -race -count=200).
+// data race (run with -race -count=200).
 func TestReaderCloseWhileAnErrorFrameArrivesAfterDone(t *testing.T) {
 	tr, reader := newTestTracker(t)
 	req := tr.Start(context.Background())
@@ -673,7 +673,7 @@ func TestReaderCloseWhileAnErrorFrameArrivesAfterDone(t *testing.T) {
 	require.NoError(t, <-closeDone)
 	assert.EqualError(t, <-readDone, "read on closed body")
 	assert.Equal(t, OutcomeOK, req.End(nil).Outcome, "the stream was complete at [DONE]")
-	assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), MetricRequests), "ended once")
+	assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), metricRequests), "ended once")
 }
 
 // TestReaderAnthropicCutBeforeMessageDelta: message_start's output_tokens is
@@ -688,7 +688,7 @@ func TestReaderAnthropicCutBeforeMessageDelta(t *testing.T) {
 	cut := errors.New("connection reset")
 	tr, _ := newTestTracker(t)
 	req := tr.Start(context.Background())
-	_, err := io.ReadAll(NewReader(req, io.MultiReader(strings.NewReader(b.String()), errReader{cut}), NewAnthropicDecoder()))
+	_, err := io.ReadAll(NewReader(req, io.MultiReader(strings.NewReader(b.String()), errReader{cut}), newAnthropicDecoder()))
 	require.ErrorIs(t, err, cut)
 	rec := req.End(nil)
 	assert.Equal(t, OutcomeError, rec.Outcome)
@@ -731,7 +731,7 @@ func TestReaderCloseWaitsForTheWatcher(t *testing.T) {
 		close(release)
 		require.NoError(t, <-closeDone)
 		assert.Equal(t, 1, tr.Snapshot().Canceled, "the Record is summarized once Close returns")
-		assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), MetricRequests))
+		assert.Equal(t, int64(1), counterTotal(t, collect(t, reader), metricRequests))
 		_ = pw.Close()
 	})
 }
@@ -757,7 +757,7 @@ func TestReaderReadsTheClockOncePerRead(t *testing.T) {
 
 // TestReaderContextEndsAfterTheEndMarker: a caller that cancels its context
 // once it has read [DONE], before Close, got a complete answer: OK, not
-// Canceled (issue 17 item 9). synctest.Wait lets the context watcher run
+// Canceled. synctest.Wait lets the context watcher run
 // before Close, the order that lost the answer; run with -race.
 func TestReaderContextEndsAfterTheEndMarker(t *testing.T) {
 	tests := []struct {

@@ -366,7 +366,7 @@ func (t *tally) add(r *Record, m *recMetrics, slo *SLO) (rs recSamples) {
 	t.allOut = addSat(t.allOut, out, &t.sat)
 
 	c := slo.check(r, &m.figures)
-	if c.OK {
+	if c.Completed {
 		t.mTTFT += countIf(c.TTFT)
 		t.mTTFO += countIf(c.TTFO)
 		t.mTPOT += countIf(c.TPOT)

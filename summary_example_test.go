@@ -86,7 +86,7 @@ func ExampleCostPerMillionTokens() {
 	}
 	fmt.Printf("$%.3f per million tokens\n", usd)
 	price := llmmetrics.Price{Input: 3, CachedInput: 0.30, Output: 15}
-	cost, err := price.Cost(10_000, 8_000, 1_000)
+	cost, err := price.Cost(llmmetrics.Usage{InputTokens: 10_000, CachedInputTokens: 8_000, OutputTokens: 1_000})
 	if err != nil {
 		panic(err)
 	}

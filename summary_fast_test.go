@@ -54,7 +54,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 		allOut = addSat(allOut, out, &sat)
 
 		c := opts.SLO.Check(*r)
-		if c.OK {
+		if c.Completed {
 			mTTFT += countIf(c.TTFT)
 			mTTFO += countIf(c.TTFO)
 			mTPOT += countIf(c.TPOT)
@@ -84,7 +84,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 		if _, ok := r.TTFO(); ok {
 			nTTFO++
 		}
-		if r.HasToken() {
+		if r.hasToken() {
 			nTTFT++
 			if out > 1 {
 				nTPOT++
@@ -168,7 +168,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 	k = (*keys)[:0]
 	for i := range records {
 		r := &records[i]
-		if r.Outcome == OutcomeOK && r.HasToken() && r.OutputTokens > 1 {
+		if r.Outcome == OutcomeOK && r.hasToken() && r.OutputTokens > 1 {
 			k = append(k, math.Float64bits(float64(r.decode())/float64(r.OutputTokens-1)))
 		}
 	}

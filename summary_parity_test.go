@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/llmmetrics/llmmetrics"
-	"github.com/llmmetrics/llmmetrics/internal/parity"
 )
 
 // parityGolden is what scripts/vllm_reference.py computed with numpy,
@@ -49,16 +48,16 @@ func assertNS(t *testing.T, wantMS float64, got time.Duration, what string) {
 // TestSummarizeVLLMParity checks Summarize against the committed goldens
 // that scripts/vllm_reference.py computed with numpy using vLLM's rules.
 func TestSummarizeVLLMParity(t *testing.T) {
-	inputs, err := parity.Inputs("testdata/vllm_parity")
+	inputs, err := parityInputs("testdata/vllm_parity")
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(inputs), 9)
 	for _, path := range inputs {
 		name := strings.TrimSuffix(filepath.Base(path), ".input.json")
 		t.Run(name, func(t *testing.T) {
-			in, err := parity.Load(path)
+			in, err := loadParity(path)
 			require.NoError(t, err)
 			var g parityGolden
-			b, err := os.ReadFile(parity.GoldenPath(path))
+			b, err := os.ReadFile(parityGoldenPath(path))
 			require.NoError(t, err)
 			require.NoError(t, json.Unmarshal(b, &g))
 

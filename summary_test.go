@@ -270,15 +270,15 @@ func TestSummarizeSLOOnTheLimit(t *testing.T) {
 		r    Record
 		want SLOCheck
 	}{
-		{"all on the limit", onLimit, SLOCheck{OK: true, TTFO: true, TTFT: true, TPOT: true, ITL: true, E2EL: true}},
+		{"all on the limit", onLimit, SLOCheck{Completed: true, TTFO: true, TTFT: true, TPOT: true, ITL: true, E2EL: true}},
 		{"TTFT 1 ns over", justOver(func(r *Record) { r.Start = r.Start.Add(-1) }),
-			SLOCheck{OK: true, TTFO: true, TTFT: false, TPOT: true, ITL: true, E2EL: false}},
+			SLOCheck{Completed: true, TTFO: true, TTFT: false, TPOT: true, ITL: true, E2EL: false}},
 		// 100 ms + 1 ns over 4 tokens: Record.TPOT rounds to 25 ms, but the
 		// limit is compared exactly.
 		{"TPOT a quarter ns over", justOver(func(r *Record) { r.LastToken = r.LastToken.Add(1); r.End = r.LastToken }),
-			SLOCheck{OK: true, TTFO: true, TTFT: true, TPOT: false, ITL: true, E2EL: false}},
+			SLOCheck{Completed: true, TTFO: true, TTFT: true, TPOT: false, ITL: true, E2EL: false}},
 		{"largest gap 1 ns over", justOver(func(r *Record) { r.ITL[1]++ }),
-			SLOCheck{OK: true, TTFO: true, TTFT: true, TPOT: true, ITL: false, E2EL: true}},
+			SLOCheck{Completed: true, TTFO: true, TTFT: true, TPOT: true, ITL: false, E2EL: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,7 +36,7 @@ func newTestTracker(t *testing.T, opts ...Option) (*Tracker, *sdkmetric.ManualRe
 // request (read them with ended).
 func httpTracker(t *testing.T, opts ...Option) (*Tracker, *sdkmetric.ManualReader) {
 	t.Helper()
-	return sdkTracker(t, append([]Option{WithRole(RoleClient), WithWindow(100, 0)}, opts...)...)
+	return sdkTracker(t, append([]Option{WithWindow(100, 0)}, opts...)...)
 }
 
 // serverTracker returns a server-role Tracker on a manual clock (advance it

@@ -21,13 +21,8 @@ import (
 // A Tracker is safe for concurrent use by any number of goroutines.
 type Tracker struct {
 	cfg  config
-	inst instruments
-	base [2]*attrSet // the Tracker's attributes, by Role
-
-	// The other role's instruments, for the HTTP wrappers, which decide
-	// the role themselves (NewTransport: client; NewHandler: server).
-	otherOnce sync.Once
-	other     instruments
+	inst [2]instruments // by Role
+	base [2]*attrSet    // the Tracker's attributes, by Role
 
 	cacheMu sync.RWMutex
 	cache   map[setKey]*attrSet
@@ -35,10 +30,11 @@ type Tracker struct {
 	win *window
 }
 
-// NewTracker returns a Tracker configured by opts. Invalid options make it
-// fail with an error wrapping ErrInvalidOption (ErrInvalidSLO for WithSLO);
-// a MeterProvider that refuses to create an instrument makes it fail with
-// an error wrapping the provider's.
+// NewTracker returns a Tracker configured by opts, with the instruments of
+// both roles (see Start and StartClient). Invalid options make it fail
+// with an error wrapping ErrInvalidOption (ErrInvalidSLO for WithSLO); a
+// MeterProvider that refuses to create an instrument makes it fail with an
+// error wrapping the provider's.
 func NewTracker(opts ...Option) (*Tracker, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -52,7 +48,7 @@ func NewTracker(opts ...Option) (*Tracker, error) {
 	for _, role := range []Role{RoleServer, RoleClient} {
 		t.base[role] = t.newAttrSet(attribute.NewSet(cfg.attrs...), role)
 	}
-	if cfg.windowN > 0 || cfg.windowAge > 0 {
+	if cfg.windowN > 0 {
 		t.win = newWindow(cfg.windowN, cfg.windowAge)
 	}
 	return t, nil
@@ -208,19 +204,13 @@ func (t *Tracker) setFor(role Role, attrs []attribute.KeyValue) *attrSet {
 	return as
 }
 
-// Role returns the role of the requests started with Start and StartAt
-// (WithRole); the HTTP wrappers choose their own (see WithRole).
-func (t *Tracker) Role() Role { return t.cfg.role }
-
-// SLO returns the Tracker's SLO and whether one was set (WithSLO).
-func (t *Tracker) SLO() (SLO, bool) { return t.cfg.slo, t.cfg.hasSLO }
-
-// Start begins measuring a request that starts now (by the Tracker's
-// clock). attrs are added to the Tracker's attributes for this request's
-// measurements (for example gen_ai.request.model); each distinct set is
-// built once and cached (WithAttributeCacheSize). ctx is passed to every
-// measurement of the request; a nil ctx is taken as context.Background().
-// Start never fails.
+// Start begins measuring, on the server side (the gen_ai.server.*
+// instruments), a request that a model server or a gateway received now
+// (by the Tracker's clock); StartClient measures a call to a model. attrs
+// are added to the Tracker's attributes for this request's measurements
+// (for example gen_ai.request.model); each distinct set is built once and
+// cached. ctx is passed to every measurement of the request; a nil ctx is
+// taken as context.Background(). Start never fails.
 func (t *Tracker) Start(ctx context.Context, attrs ...attribute.KeyValue) *Request {
 	return t.StartAt(ctx, t.cfg.now(), attrs...)
 }
@@ -229,17 +219,30 @@ func (t *Tracker) Start(ctx context.Context, attrs ...attribute.KeyValue) *Reque
 // instant, not the zero time.Time: in a Record a zero time means "unset", so
 // a token or End at offset 0 from a zero start would read as missing.
 func (t *Tracker) StartAt(ctx context.Context, start time.Time, attrs ...attribute.KeyValue) *Request {
-	return t.startAs(ctx, &t.inst, start, attrs)
+	return t.startAs(ctx, RoleServer, start, attrs)
 }
 
-// startAs is StartAt recording with the instruments in.
-func (t *Tracker) startAs(ctx context.Context, in *instruments, start time.Time, attrs []attribute.KeyValue) *Request {
+// StartClient is Start on the client side: it measures a call to a model
+// that the program sends now, with the gen_ai.client.* instruments (as
+// NewTransport and Middleware do).
+func (t *Tracker) StartClient(ctx context.Context, attrs ...attribute.KeyValue) *Request {
+	return t.StartClientAt(ctx, t.cfg.now(), attrs...)
+}
+
+// StartClientAt is StartClient with an explicit start time (see StartAt).
+func (t *Tracker) StartClientAt(ctx context.Context, start time.Time, attrs ...attribute.KeyValue) *Request {
+	return t.startAs(ctx, RoleClient, start, attrs)
+}
+
+// startAs is StartAt recording with the instruments of role.
+func (t *Tracker) startAs(ctx context.Context, role Role, start time.Time, attrs []attribute.KeyValue) *Request {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	set := t.base[in.role]
+	in := &t.inst[role]
+	set := t.base[role]
 	if len(attrs) > 0 {
-		set = t.setFor(in.role, attrs)
+		set = t.setFor(role, attrs)
 	}
 	r := &Request{t: t, inst: in, set: set, ctx: ctx, start: start}
 	in.active.Add(ctx, 1, set.active...)

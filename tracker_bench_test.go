@@ -28,7 +28,7 @@ var staticAttrs = []attribute.KeyValue{
 func BenchmarkChunk(b *testing.B) {
 	ctx := context.Background()
 	b.Run("baseline", func(b *testing.B) {
-		h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(ITLBuckets...))
+		h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(itlBuckets...))
 		opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
 		last := time.Now()
 		b.ReportAllocs()
@@ -47,7 +47,7 @@ func BenchmarkChunk(b *testing.B) {
 		_ = last
 	})
 	b.Run("floor/Record", func(b *testing.B) {
-		h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(ITLBuckets...))
+		h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(itlBuckets...))
 		opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
 		b.ReportAllocs()
 		for b.Loop() {
@@ -55,7 +55,7 @@ func BenchmarkChunk(b *testing.B) {
 		}
 	})
 	b.Run("Chunk", func(b *testing.B) {
-		tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithKeepITL(false))
+		tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithoutITL())
 		r := tr.Start(ctx)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -67,10 +67,10 @@ func BenchmarkChunk(b *testing.B) {
 	// the per-round ratios.
 	b.Run("interleaved", func(b *testing.B) {
 		const block = 64
-		h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(ITLBuckets...))
+		h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(itlBuckets...))
 		opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
 		last := time.Now()
-		tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithKeepITL(false))
+		tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithoutITL())
 		r := tr.Start(ctx)
 		b.ReportAllocs()
 		t := interleave(b, func() {
@@ -89,7 +89,7 @@ func BenchmarkChunk(b *testing.B) {
 		b.ReportMetric(t.ratio(over(1)), "Chunk/floor")
 	})
 	b.Run("ReasoningChunk", func(b *testing.B) {
-		tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithKeepITL(false))
+		tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithoutITL())
 		r := tr.Start(ctx)
 		b.ReportAllocs()
 		for b.Loop() {
@@ -151,7 +151,7 @@ func BenchmarkStartEnd(b *testing.B) {
 // each goroutine with its own request (no global lock on the hot path).
 // Compare it with BenchmarkChunkParallelFloor, or read BenchmarkChunkScaling.
 func BenchmarkChunkParallel(b *testing.B) {
-	tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithKeepITL(false))
+	tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithoutITL())
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		r := tr.Start(context.Background())
@@ -169,7 +169,7 @@ func BenchmarkChunkParallel(b *testing.B) {
 // how well Chunk can: the SDK guards the set's aggregator.
 func BenchmarkChunkParallelFloor(b *testing.B) {
 	ctx := context.Background()
-	h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(ITLBuckets...))
+	h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(itlBuckets...))
 	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
@@ -194,9 +194,9 @@ func BenchmarkChunkScaling(b *testing.B) {
 	ctx := context.Background()
 	p := runtime.GOMAXPROCS(0)
 	const perWorker = 512
-	h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(ITLBuckets...))
+	h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(itlBuckets...))
 	opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
-	tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithKeepITL(false))
+	tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithoutITL())
 	last := make([]time.Time, p)
 	reqs := make([]*Request, p)
 	for w := range p {

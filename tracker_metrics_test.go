@@ -47,8 +47,8 @@ func TestNothingRecordedAfterEnd(t *testing.T) {
 		second := r.EndAt(atMS(99), errors.New("late"))
 		assert.Equal(t, first, second)
 		m := c.Collect(t)
-		assert.Equal(t, 1.0, m.Value(llmmetrics.MetricRequests))
-		assert.Equal(t, map[string]float64{"ok": 1}, m.SumBy(llmmetrics.MetricRequests, llmmetrics.OutcomeKey))
+		assert.Equal(t, 1.0, m.Value(llmmetrics.RoleServer.MetricNames().Requests))
+		assert.Equal(t, map[string]float64{"ok": 1}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey))
 	})
 	t.Run("calls after End are ignored", func(t *testing.T) {
 		tr, c := newCollectedTracker(t)
@@ -63,9 +63,9 @@ func TestNothingRecordedAfterEnd(t *testing.T) {
 		assert.Equal(t, 0, rec.InputTokens)
 		assert.Equal(t, atMS(20), rec.End)
 		m := c.Collect(t)
-		assert.Equal(t, 1.0, m.Value(llmmetrics.MetricTokens), "the one output token")
+		assert.Equal(t, 1.0, m.Value(llmmetrics.RoleServer.MetricNames().Tokens), "the one output token")
 		assert.Equal(t, uint64(1), m.Count("gen_ai.server.time_to_first_token"))
-		assert.Zero(t, m.Count(llmmetrics.MetricServerITL), "the chunk after End made no gap")
+		assert.Zero(t, m.Count(llmmetrics.RoleServer.MetricNames().ITL), "the chunk after End made no gap")
 	})
 }
 
@@ -79,8 +79,8 @@ func TestPerRequestAttributesMeasured(t *testing.T) {
 		r.EndAt(atMS(100), nil)
 	}
 	m := c.Collect(t)
-	assert.Equal(t, map[string]float64{"a": 2, "b": 1, "c": 1}, m.SumBy(llmmetrics.MetricRequests, semconv.GenAIResponseModelKey))
-	assert.Equal(t, 4.0, m.Value(llmmetrics.MetricRequests, semconv.GenAIRequestModel("m1")), "the Tracker's attributes stay")
+	assert.Equal(t, map[string]float64{"a": 2, "b": 1, "c": 1}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, semconv.GenAIResponseModelKey))
+	assert.Equal(t, 4.0, m.Value(llmmetrics.RoleServer.MetricNames().Requests, semconv.GenAIRequestModel("m1")), "the Tracker's attributes stay")
 }
 
 func TestErrorTypeBounded(t *testing.T) {
@@ -90,7 +90,7 @@ func TestErrorTypeBounded(t *testing.T) {
 		r := tr.StartAt(context.Background(), atMS(0))
 		r.EndAt(atMS(1), fmt.Errorf("e%d", i))
 	}
-	byType := c.Collect(t).SumBy(llmmetrics.MetricRequests, semconv.ErrorTypeKey)
+	byType := c.Collect(t).SumBy(llmmetrics.RoleServer.MetricNames().Requests, semconv.ErrorTypeKey)
 	other := byType["_OTHER"]
 	assert.Positive(t, other, "distinct error types beyond the bound fold into _OTHER")
 	assert.Less(t, len(byType), n/2, "the number of series is bounded")
@@ -115,7 +115,7 @@ func TestWithErrorTypeFallsBack(t *testing.T) {
 	for _, err := range []error{fmt.Errorf("call: %w", errQuota), context.Canceled, errors.New("reset")} {
 		tr.StartAt(context.Background(), atMS(0)).EndAt(atMS(1), err)
 	}
-	byType := c.Collect(t).SumBy(llmmetrics.MetricRequests, semconv.ErrorTypeKey)
+	byType := c.Collect(t).SumBy(llmmetrics.RoleServer.MetricNames().Requests, semconv.ErrorTypeKey)
 	assert.Equal(t, map[string]float64{"quota": 1, "canceled": 1, "*errors.errorString": 1}, byType)
 }
 
@@ -162,7 +162,7 @@ func TestConcurrentChunkEnd(t *testing.T) {
 	var ttfts, gaps, tokens uint64
 	for _, rec := range records {
 		assert.Equal(t, llmmetrics.OutcomeCanceled, rec.Outcome)
-		if rec.HasToken() {
+		if !rec.FirstToken.IsZero() {
 			ttfts++
 		}
 		gaps += uint64(len(rec.ITL))
@@ -170,12 +170,12 @@ func TestConcurrentChunkEnd(t *testing.T) {
 		assert.Equal(t, max(rec.Chunks-1, 0), len(rec.ITL))
 	}
 	m := c.Collect(t)
-	assert.Equal(t, float64(workers*perWorker), m.Value(llmmetrics.MetricRequests))
+	assert.Equal(t, float64(workers*perWorker), m.Value(llmmetrics.RoleServer.MetricNames().Requests))
 	assert.Equal(t, uint64(workers*perWorker), m.Count("gen_ai.server.request.duration"))
 	assert.Equal(t, ttfts, m.Count("gen_ai.server.time_to_first_token"))
 	assert.GreaterOrEqual(t, gaps, uint64(workers*perWorker))
-	assert.Equal(t, gaps, m.Count(llmmetrics.MetricServerITL))
-	assert.Equal(t, float64(tokens), m.Value(llmmetrics.MetricTokens))
-	assert.Zero(t, m.Value(llmmetrics.MetricActive))
-	assert.Equal(t, map[string]float64{"canceled": workers * perWorker}, m.SumBy(llmmetrics.MetricRequests, llmmetrics.OutcomeKey))
+	assert.Equal(t, gaps, m.Count(llmmetrics.RoleServer.MetricNames().ITL))
+	assert.Equal(t, float64(tokens), m.Value(llmmetrics.RoleServer.MetricNames().Tokens))
+	assert.Zero(t, m.Value(llmmetrics.RoleServer.MetricNames().Active))
+	assert.Equal(t, map[string]float64{"canceled": workers * perWorker}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey))
 }

@@ -78,7 +78,12 @@ func intSum(name, unit string, monotonic bool, points ...metricdata.DataPoint[in
 // TTFT 100 ms; N = 5 (usage overrides the chunk sum 4); TPOT = 90 ms / 4 =
 // 22.5 ms; ITL = [30 ms, 60 ms]; E2EL = 190 ms (the last token).
 func oneStream(tr *Tracker, err error) Record {
-	r := tr.StartAt(context.Background(), at(0))
+	return oneStreamAs(tr, RoleServer, err)
+}
+
+// oneStreamAs is oneStream measured in role.
+func oneStreamAs(tr *Tracker, role Role, err error) Record {
+	r := tr.startAs(context.Background(), role, at(0), nil)
 	r.ChunkAt(at(50), 0)
 	r.ChunkAt(at(100), 1)
 	r.ChunkAt(at(130), 2)
@@ -106,11 +111,11 @@ func TestTrackerInstrumentsServer(t *testing.T) {
 	shared := set(RoleKey.String("server"))
 	okMet := []attribute.KeyValue{RoleKey.String("server"), OutcomeKey.String("ok"), SLOMetKey.Bool(true)}
 	want := []metricdata.Metrics{
-		histogram("gen_ai.server.time_to_first_token", "s", hist(base, ServerTTFTBuckets, 0.1)),
-		histogram("llmmetrics.time_to_first_output_token", "s", hist(shared, ServerTTFTBuckets, 0.1)),
-		histogram("gen_ai.server.time_per_output_token", "s", hist(base, TPOTBuckets, 0.0225)),
-		histogram("llmmetrics.inter_token_latency", "s", hist(base, ITLBuckets, 0.03, 0.06)),
-		histogram("gen_ai.server.request.duration", "s", hist(base, DurationBuckets, 0.19)),
+		histogram("gen_ai.server.time_to_first_token", "s", hist(base, serverTTFTBuckets, 0.1)),
+		histogram("llmmetrics.time_to_first_output_token", "s", hist(shared, serverTTFTBuckets, 0.1)),
+		histogram("gen_ai.server.time_per_output_token", "s", hist(base, tpotBuckets, 0.0225)),
+		histogram("llmmetrics.inter_token_latency", "s", hist(base, itlBuckets, 0.03, 0.06)),
+		histogram("gen_ai.server.request.duration", "s", hist(base, durationBuckets, 0.19)),
 		intSum("llmmetrics.tokens", "{token}", true,
 			metricdata.DataPoint[int64]{Attributes: set(append(okMet, semconv.GenAITokenTypeInput)...), Value: 10},
 			metricdata.DataPoint[int64]{Attributes: set(append(okMet, semconv.GenAITokenTypeOutput)...), Value: 5}),
@@ -132,26 +137,26 @@ func TestTrackerInstrumentsServer(t *testing.T) {
 }
 
 func TestTrackerInstrumentsClient(t *testing.T) {
-	tr, reader := newTestTracker(t, WithRole(RoleClient))
-	oneStream(tr, nil)
+	tr, reader := newTestTracker(t)
+	oneStreamAs(tr, RoleClient, nil)
 	got := collect(t, reader)
 	base := set()
 	role := RoleKey.String("client")
 	shared := set(role)
 	ok := OutcomeKey.String("ok") // no SLO: no slo_met attribute
 	want := []metricdata.Metrics{
-		histogram("gen_ai.client.operation.time_to_first_chunk", "s", hist(base, DurationBuckets, 0.1)),
-		histogram("llmmetrics.time_to_first_output_token", "s", hist(shared, DurationBuckets, 0.1)),
-		histogram("llmmetrics.time_per_output_token", "s", hist(base, TPOTBuckets, 0.0225)),
-		histogram("gen_ai.client.operation.time_per_output_chunk", "s", hist(base, ITLBuckets, 0.03, 0.06)),
-		histogram("gen_ai.client.operation.duration", "s", hist(base, DurationBuckets, 0.19)),
+		histogram("gen_ai.client.operation.time_to_first_chunk", "s", hist(base, durationBuckets, 0.1)),
+		histogram("llmmetrics.time_to_first_output_token", "s", hist(shared, serverTTFTBuckets, 0.1)),
+		histogram("llmmetrics.time_per_output_token", "s", hist(base, tpotBuckets, 0.0225)),
+		histogram("gen_ai.client.operation.time_per_output_chunk", "s", hist(base, itlBuckets, 0.03, 0.06)),
+		histogram("gen_ai.client.operation.duration", "s", hist(base, durationBuckets, 0.19)),
 		{Name: "gen_ai.client.token.usage", Unit: "{token}", Data: metricdata.Histogram[int64]{
 			Temporality: metricdata.CumulativeTemporality,
 			DataPoints: []metricdata.HistogramDataPoint[int64]{
-				{Attributes: set(semconv.GenAITokenTypeInput), Count: 1, Sum: 10, Bounds: TokenBuckets,
+				{Attributes: set(semconv.GenAITokenTypeInput), Count: 1, Sum: 10, Bounds: tokenBuckets,
 					BucketCounts: []uint64{0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 					Min:          metricdata.NewExtrema[int64](10), Max: metricdata.NewExtrema[int64](10)},
-				{Attributes: set(semconv.GenAITokenTypeOutput), Count: 1, Sum: 5, Bounds: TokenBuckets,
+				{Attributes: set(semconv.GenAITokenTypeOutput), Count: 1, Sum: 5, Bounds: tokenBuckets,
 					BucketCounts: []uint64{0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
 					Min:          metricdata.NewExtrema[int64](5), Max: metricdata.NewExtrema[int64](5)},
 			}}},
@@ -201,7 +206,7 @@ func TestTrackerOutcomes(t *testing.T) {
 				intSum("llmmetrics.requests", "{request}", true, metricdata.DataPoint[int64]{Attributes: set(reqAttrs...), Value: 1}),
 				withoutDescription(got["llmmetrics.requests"]), metricdatatest.IgnoreTimestamp())
 			metricdatatest.AssertEqual(t,
-				histogram("gen_ai.server.request.duration", "s", hist(set(durAttrs...), DurationBuckets, 0.19)),
+				histogram("gen_ai.server.request.duration", "s", hist(set(durAttrs...), durationBuckets, 0.19)),
 				withoutDescription(got["gen_ai.server.request.duration"]), metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 			// TPOT exists for successful responses only; TTFT was recorded when the first token came.
 			_, hasTPOT := got["gen_ai.server.time_per_output_token"]
@@ -248,19 +253,19 @@ func TestRequestCachedInputTokens(t *testing.T) {
 	got := collect(t, reader)
 	inAttrs := set(RoleKey.String("server"), OutcomeKey.String("ok"), SLOMetKey.Bool(true), semconv.GenAITokenTypeInput)
 	metricdatatest.AssertEqual(t,
-		intSum(MetricCachedInputTokens, "{token}", true, metricdata.DataPoint[int64]{Attributes: inAttrs, Value: 1500}),
-		withoutDescription(got[MetricCachedInputTokens]), metricdatatest.IgnoreTimestamp())
+		intSum(metricCachedInputTokens, "{token}", true, metricdata.DataPoint[int64]{Attributes: inAttrs, Value: 1500}),
+		withoutDescription(got[metricCachedInputTokens]), metricdatatest.IgnoreTimestamp())
 	metricdatatest.AssertEqual(t,
-		intSum(MetricCacheWriteInputTokens, "{token}", true, metricdata.DataPoint[int64]{Attributes: inAttrs, Value: 40}),
-		withoutDescription(got[MetricCacheWriteInputTokens]), metricdatatest.IgnoreTimestamp())
+		intSum(metricCacheWriteInputTokens, "{token}", true, metricdata.DataPoint[int64]{Attributes: inAttrs, Value: 40}),
+		withoutDescription(got[metricCacheWriteInputTokens]), metricdatatest.IgnoreTimestamp())
 	var input int64
-	for _, p := range got[MetricTokens].Data.(metricdata.Sum[int64]).DataPoints {
+	for _, p := range got[metricTokens].Data.(metricdata.Sum[int64]).DataPoints {
 		if v, _ := p.Attributes.Value(semconv.GenAITokenTypeKey); v.AsString() == "input" {
 			input += p.Value
 		}
 	}
 	assert.Equal(t, int64(2500), input)
-	assert.InDelta(t, 0.6, float64(counterTotal(t, got, MetricCachedInputTokens))/float64(input), 1e-15)
+	assert.InDelta(t, 0.6, float64(counterTotal(t, got, metricCachedInputTokens))/float64(input), 1e-15)
 }
 
 func TestRequestEdgeCases(t *testing.T) {
@@ -325,8 +330,8 @@ func TestRequestEdgeCases(t *testing.T) {
 		assert.Equal(t, 11, rec.OutputTokens)
 		assert.Equal(t, 12, rec.InputTokens)
 	})
-	t.Run("WithKeepITL(false) keeps MaxITL only", func(t *testing.T) {
-		tr, _ := newTestTracker(t, WithKeepITL(false), WithSLO(SLO{ITL: 40 * time.Millisecond}))
+	t.Run("WithoutITL() keeps MaxITL only", func(t *testing.T) {
+		tr, _ := newTestTracker(t, WithoutITL(), WithSLO(SLO{ITL: 40 * time.Millisecond}))
 		r := tr.StartAt(context.Background(), at(0))
 		for _, ms := range []float64{10, 20, 70, 80} {
 			r.ChunkAt(at(ms), 1)
@@ -334,8 +339,7 @@ func TestRequestEdgeCases(t *testing.T) {
 		rec := r.EndAt(at(90), nil)
 		assert.Nil(t, rec.ITL)
 		assert.Equal(t, 50*time.Millisecond, rec.MaxITL)
-		slo, _ := tr.SLO()
-		assert.False(t, slo.Check(rec).Met(), "the 50 ms stutter breaks the 40 ms ITL limit")
+		assert.False(t, SLO{ITL: 40 * time.Millisecond}.Check(rec).Met(), "the 50 ms stutter breaks the 40 ms ITL limit")
 	})
 	t.Run("nil context is accepted", func(t *testing.T) {
 		tr, _ := newTestTracker(t)
@@ -366,13 +370,14 @@ func TestNewTrackerOptions(t *testing.T) {
 	}{
 		{"defaults", nil, nil, ""},
 		{"nil options and nil arguments are ignored", []Option{nil, WithMeterProvider(nil), WithClock(nil), WithErrorType(nil)}, nil, ""},
-		{"window off", []Option{WithWindow(0, 0)}, nil, ""},
+		{"window off", []Option{WithoutWindow()}, nil, ""},
+		{"no age bound", []Option{WithWindow(5, 0)}, nil, ""},
 		{"negative SLO limit", []Option{WithSLO(SLO{TTFT: -time.Millisecond})}, ErrInvalidSLO, "llmmetrics: invalid SLO: negative ttft limit"},
-		{"invalid role", []Option{WithRole(Role(7))}, ErrInvalidOption, "llmmetrics: invalid option: role 7"},
 		{"negative window", []Option{WithWindow(-1, 0)}, ErrInvalidOption, "llmmetrics: invalid option: window"},
-		{"age-only window", []Option{WithWindow(0, time.Minute)}, ErrInvalidOption, "no memory bound"},
-		{"negative cache size", []Option{WithAttributeCacheSize(-1)}, ErrInvalidOption, "llmmetrics: invalid option: attribute cache size -1"},
-		{"errors are joined", []Option{WithRole(Role(7)), WithAttributeCacheSize(-1)}, ErrInvalidOption, "role 7 (want RoleServer or RoleClient)\nllmmetrics: invalid option: attribute cache size"},
+		{"window of no request", []Option{WithWindow(0, time.Minute)}, ErrInvalidOption, "want a positive request count"},
+		{"WithWindow(0, 0) is no way to turn the window off", []Option{WithWindow(0, 0)}, ErrInvalidOption, "window (0 requests, 0s)"},
+		{"negative cache size", []Option{withAttributeCacheSize(-1)}, ErrInvalidOption, "llmmetrics: invalid option: attribute cache size -1"},
+		{"errors are joined", []Option{WithWindow(-1, 0), withAttributeCacheSize(-1)}, ErrInvalidOption, "window (-1 requests, 0s): want a positive request count and an age ≥ 0\nllmmetrics: invalid option: attribute cache size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -408,7 +413,7 @@ func TestWithClock(t *testing.T) {
 // bound and a new set replaces an old one (that uncached sets are measured
 // correctly is TestPerRequestAttributesMeasured).
 func TestAttributeCacheBounded(t *testing.T) {
-	tr, _ := newTestTracker(t, WithAttributeCacheSize(1))
+	tr, _ := newTestTracker(t, withAttributeCacheSize(1))
 	for i, model := range []string{"a", "b", "a", "c"} {
 		r := tr.StartAt(context.Background(), at(0), semconv.GenAIResponseModel(model))
 		r.ChunkAt(at(float64(10*(i+1))), 1)
@@ -423,7 +428,11 @@ func TestAttributeCacheBounded(t *testing.T) {
 func TestChunkDoesNotAllocate(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		t.Run(fmt.Sprintf("keepITL=%v", keep), func(t *testing.T) {
-			tr, _ := newTestTracker(t, WithKeepITL(keep))
+			var opts []Option
+			if !keep {
+				opts = append(opts, WithoutITL())
+			}
+			tr, _ := newTestTracker(t, opts...)
 			r := tr.Start(context.Background())
 			r.Chunk(1)
 			// With keepITL the gap list grows by doubling: amortized, under

@@ -2,6 +2,7 @@ package llmmetrics
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -16,17 +17,19 @@ import (
 //
 // Each round trip is one request, from the call of RoundTrip until the
 // response body ends: the body is wrapped as by NewReader, with the Decoder
-// chosen from the Content-Type and the request path (DetectProtocol,
+// chosen from the Content-Type and the request path (docs/http.md,
 // WithProtocol, WithDecoder). A status of 400 or more is OutcomeError with
 // error.type the status code; a transport error is returned unchanged. A
-// followed redirect is one request measured from its first hop. The
+// followed redirect is one request measured from its first hop; a call
+// that reaches http.Client's limit of 10 redirects is one failed request
+// (error.type too_many_redirects). The
 // caller's request is never modified, and each retry attempt is its own
 // request. docs/http.md has the details: outcomes, redirects, attributes,
 // memory. A nil Tracker measures nothing.
 //
 // The returned RoundTripper is safe for concurrent use if base is.
-func NewTransport(t *Tracker, base http.RoundTripper, opts ...HTTPOption) http.RoundTripper {
-	return &transport{core: newHTTPCore(t, opts), base: base}
+func NewTransport(t *Tracker, base http.RoundTripper, opts ...TransportOption) http.RoundTripper {
+	return &transport{core: newHTTPCore(t, newTransportConfig(opts)), base: base}
 }
 
 type transport struct {
@@ -64,8 +67,8 @@ func (t *transport) CloseIdleConnections() {
 //
 // The SDKs run their middleware once per attempt, so each retry is its own
 // request. The returned function is safe for concurrent use.
-func Middleware(t *Tracker, opts ...HTTPOption) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
-	c := newHTTPCore(t, opts)
+func Middleware(t *Tracker, opts ...TransportOption) func(*http.Request, func(*http.Request) (*http.Response, error)) (*http.Response, error) {
+	c := newHTTPCore(t, newTransportConfig(opts))
 	return func(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 		return c.roundTrip(req, nextFunc(next))
 	}
@@ -83,19 +86,20 @@ var errNoResponse = errors.New("llmmetrics: round trip returned no response and 
 
 // roundTrip measures one round trip of req through next.
 func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.Response, error) {
-	if c.t == nil || !c.cfg.filter(req) {
+	if c.t == nil || !c.cfg.measured(req) {
 		return next.RoundTrip(req)
 	}
-	start := c.t.cfg.now()
+	start, hops := c.t.cfg.now(), 0
 	if prev := req.Response; prev != nil {
 		if hop, ok := prev.Body.(*redirectHop); ok {
-			start = hop.start // the client follows a redirect: one request from its first hop
+			// The client follows a redirect: one request from its first hop.
+			start, hops = hop.start, hop.hops
 		}
 	}
 	ep := c.endpointOf(req)
 	out, model, addedUsage := c.prepare(req, ep)
 	ctx := req.Context()
-	r := c.t.startAs(ctx, c.t.instFor(RoleClient), start, c.attrs(req, ep, model))
+	r := c.t.startAs(ctx, RoleClient, start, c.attrs(req, ep, model))
 
 	resp, err := next.RoundTrip(out)
 	switch {
@@ -115,6 +119,11 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 	case resp.StatusCode >= 400:
 		r.End(&HTTPStatusError{StatusCode: resp.StatusCode})
 		return resp, nil
+	case isRedirect(resp) && hops+1 >= clientMaxRedirects:
+		// http.Client's default CheckRedirect gives up here, returning
+		// an error and no answer: the call ends, failed.
+		r.End(&redirectLimitError{StatusCode: resp.StatusCode})
+		return resp, nil
 	case isRedirect(resp):
 		// A hop, not a request: it is not recorded. If the client follows
 		// it, the request it sends (whose Response is resp) is measured
@@ -124,7 +133,7 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 		if body == nil {
 			body = http.NoBody
 		}
-		resp.Body = &redirectHop{ReadCloser: body, start: start}
+		resp.Body = &redirectHop{ReadCloser: body, start: start, hops: hops + 1}
 		return resp, nil
 	case resp.StatusCode < 200 || resp.StatusCode >= 300 || resp.Body == nil || resp.Body == http.NoBody:
 		// Not an answer to decode. A 101's body is the upgraded
@@ -170,7 +179,24 @@ func (r *Request) discard() {
 type redirectHop struct {
 	io.ReadCloser
 	start time.Time
+	hops  int // redirects so far in this call, this one included
 }
+
+// clientMaxRedirects is how many redirects http.Client's default
+// CheckRedirect follows: at the 10th it returns "stopped after 10
+// redirects".
+const clientMaxRedirects = 10
+
+// redirectLimitError ends a call whose 10th redirect http.Client's
+// default policy does not follow.
+type redirectLimitError struct{ StatusCode int }
+
+func (e *redirectLimitError) Error() string {
+	return fmt.Sprintf("llmmetrics: HTTP status %d, redirect %d of a call: http.Client's default policy stops here", e.StatusCode, clientMaxRedirects)
+}
+
+// ErrorType implements the error.type of a Record: "too_many_redirects".
+func (e *redirectLimitError) ErrorType() string { return "too_many_redirects" }
 
 // decoder returns the Decoder of a response: WithDecoder's, else the
 // automatic choice; nil (no frames) for a body still compressed (the

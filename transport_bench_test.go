@@ -55,7 +55,7 @@ func doStream(b testing.TB, c *http.Client, url string, buf []byte) {
 // the same bytes in 4 KiB pieces, with no HTTP.
 func floorStream(tr *Tracker, stream []byte) Record {
 	req := tr.Start(context.Background())
-	dec := NewOpenAIDecoder()
+	dec := newOpenAIDecoder()
 	emit := func(f Frame) {
 		if f.Tokens != 0 {
 			req.Chunk(f.Tokens)
@@ -95,8 +95,8 @@ func BenchmarkTransportOverhead(b *testing.B) {
 	defer bareBase.CloseIdleConnections()
 	defer handBase.CloseIdleConnections()
 	defer measuredBase.CloseIdleConnections()
-	tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithRole(RoleClient), WithWindow(0, 0))
-	floorTr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithRole(RoleClient), WithWindow(0, 0), WithAttributes(staticAttrs...))
+	tr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithoutWindow())
+	floorTr, _ := NewTracker(WithMeterProvider(benchProvider(b)), WithoutWindow(), WithAttributes(staticAttrs...))
 	bare := &http.Client{Transport: bareBase}
 	hand := &http.Client{Transport: handBase}
 	measured := &http.Client{Transport: NewTransport(tr, measuredBase)}
@@ -180,7 +180,7 @@ func byHand(b testing.TB, tr *Tracker, c *http.Client, url string, buf []byte) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dec := NewOpenAIDecoder()
+	dec := newOpenAIDecoder()
 	emit := func(f Frame) {
 		if f.Tokens != 0 {
 			r.Chunk(f.Tokens)
@@ -241,7 +241,7 @@ func BenchmarkTransportInMemory(b *testing.B) {
 			_ = resp.Body.Close()
 		}
 		newTracker := func(b *testing.B, opts ...Option) *Tracker {
-			tr, _ := NewTracker(append([]Option{WithMeterProvider(benchProvider(b)), WithRole(RoleClient), WithWindow(0, 0)}, opts...)...)
+			tr, _ := NewTracker(append([]Option{WithMeterProvider(benchProvider(b)), WithoutWindow()}, opts...)...)
 			return tr
 		}
 		byHand := func(tr *Tracker) http.RoundTripper {
@@ -252,7 +252,7 @@ func BenchmarkTransportInMemory(b *testing.B) {
 					req.End(err)
 					return nil, err
 				}
-				resp.Body = NewReader(req, resp.Body, NewOpenAIDecoder())
+				resp.Body = NewReader(req, resp.Body, newOpenAIDecoder())
 				return resp, nil
 			})
 		}
@@ -329,9 +329,9 @@ func TestTransportAllocations(t *testing.T) {
 	perRequest := func(n int) float64 {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		defer func() { _ = mp.Shutdown(context.Background()) }()
-		// WithKeepITL(false): the default gap list grows by doubling
+		// WithoutITL(): the default gap list grows by doubling
 		// (O(log n) allocations), which is the Tracker's, not the transport's.
-		tr, err := NewTracker(WithMeterProvider(mp), WithRole(RoleClient), WithWindow(0, 0), WithKeepITL(false))
+		tr, err := NewTracker(WithMeterProvider(mp), WithoutWindow(), WithoutITL())
 		require.NoError(t, err)
 		stream := chatStream(n)
 		body := &rewindBody{}

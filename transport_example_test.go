@@ -38,7 +38,7 @@ func ExampleNewTransport() {
 	}))
 	defer srv.Close()
 
-	tracker, _ := llmmetrics.NewTracker(llmmetrics.WithRole(llmmetrics.RoleClient))
+	tracker, _ := llmmetrics.NewTracker()
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
 	client := &http.Client{Transport: llmmetrics.NewTransport(tracker, base)}

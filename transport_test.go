@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -40,7 +41,7 @@ func requestSets(t *testing.T, r *sdkmetric.ManualReader) map[string]int64 {
 	out := map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != MetricRequests {
+			if m.Name != metricRequests {
 				continue
 			}
 			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
@@ -58,7 +59,7 @@ func requestSets(t *testing.T, r *sdkmetric.ManualReader) map[string]int64 {
 
 // newLLMClient starts a test server running h and returns a client that
 // measures with tr through its own http.Transport, and the server's URL.
-func newLLMClient(t *testing.T, tr *Tracker, h http.HandlerFunc, opts ...HTTPOption) (*http.Client, string) {
+func newLLMClient(t *testing.T, tr *Tracker, h http.HandlerFunc, opts ...TransportOption) (*http.Client, string) {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -322,22 +323,67 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
+// TestTransportFilter: WithFilter adds to the default (POST only), as
+// otelhttp's filters do: a filter written to drop /health keeps GETs out.
 func TestTransportFilter(t *testing.T) {
-	tr, _ := httpTracker(t)
-	client, url := newLLMClient(t, tr, answer(200, "text/event-stream", testdataFile(t, "sse", "openai_chat.sse")))
-	resp, err := client.Get(url + "/v1/models")
-	require.NoError(t, err)
-	_, _ = io.Copy(io.Discard, resp.Body)
-	require.NoError(t, resp.Body.Close())
-	assert.Empty(t, ended(tr), "GET requests are not measured by default")
+	noHealth := WithFilter(func(r *http.Request) bool { return !strings.HasSuffix(r.URL.Path, "/health") })
+	alsoNoModels := WithFilter(func(r *http.Request) bool { return !strings.Contains(r.URL.Path, "/models") })
+	for _, tc := range []struct {
+		name     string
+		opts     []TransportOption
+		method   string
+		path     string
+		measured bool
+	}{
+		{"default: a POST is measured", nil, http.MethodPost, "/v1/chat/completions", true},
+		{"default: a GET is not", nil, http.MethodGet, "/v1/models", false},
+		{"a filter drops its paths", []TransportOption{noHealth}, http.MethodPost, "/health", false},
+		{"a filter keeps the POST default", []TransportOption{noHealth}, http.MethodGet, "/v1/chat/completions", false},
+		{"a filter lets the rest through", []TransportOption{noHealth}, http.MethodPost, "/v1/chat/completions", true},
+		{"filters add up: the second drops", []TransportOption{noHealth, alsoNoModels}, http.MethodPost, "/v1/models", false},
+		{"filters add up: both pass", []TransportOption{noHealth, alsoNoModels}, http.MethodPost, "/v1/chat/completions", true},
+		{"a nil filter is ignored", []TransportOption{WithFilter(nil)}, http.MethodPost, "/v1/chat/completions", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, _ := httpTracker(t)
+			client, url := newLLMClient(t, tr, answer(200, "text/event-stream", testdataFile(t, "sse", "openai_chat.sse")), tc.opts...)
+			req, err := http.NewRequestWithContext(t.Context(), tc.method, url+tc.path, strings.NewReader(chatBody))
+			require.NoError(t, err)
+			resp, err := client.Do(req)
+			require.NoError(t, err)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, resp.Body.Close())
+			if tc.measured {
+				assert.Len(t, ended(tr), 1)
+			} else {
+				assert.Empty(t, ended(tr))
+			}
+		})
+	}
+}
 
-	client, url = newLLMClient(t, tr, answer(200, "text/event-stream", testdataFile(t, "sse", "openai_chat.sse")),
-		WithFilter(func(r *http.Request) bool { return r.Method == http.MethodGet }))
-	resp, err = client.Get(url + "/v1/chat/completions")
-	require.NoError(t, err)
-	_, _ = io.Copy(io.Discard, resp.Body)
-	require.NoError(t, resp.Body.Close())
-	assert.Len(t, ended(tr), 1)
+// TestIncludeUsageIsClientOnly: WithIncludeUsage is a TransportOption and
+// not an HTTPOption, so NewHandler(t, next, WithIncludeUsage()) does not
+// compile; every HTTPOption is a TransportOption.
+func TestIncludeUsageIsClientOnly(t *testing.T) {
+	var o TransportOption = WithIncludeUsage()
+	_, isHTTP := o.(HTTPOption)
+	assert.False(t, isHTTP, "WithIncludeUsage must not be accepted by NewHandler")
+	for _, o := range []HTTPOption{WithProtocol(ProtocolOpenAI), WithDecoder(nil), WithRequestAttributes(nil), WithModels(), WithFilter(nil)} {
+		var _ TransportOption = o
+	}
+}
+
+// TestWithProtocolValidates: every Protocol constant is taken, including
+// the last one; a value past the last is ignored (the path decides).
+func TestWithProtocolValidates(t *testing.T) {
+	for p := range Protocol(len(protocolNames)) {
+		c := newTransportConfig([]TransportOption{WithProtocol(p)})
+		assert.True(t, c.hasProtocol, "%v", p)
+		assert.Equal(t, p, c.protocol)
+	}
+	c := newTransportConfig([]TransportOption{WithProtocol(Protocol(len(protocolNames)))})
+	assert.False(t, c.hasProtocol)
 }
 
 // recordingBase answers every request with a JSON answer and keeps what it
@@ -385,7 +431,7 @@ func viewOf(t *testing.T, r *http.Request) reqView {
 }
 
 func TestTransportDoesNotModifyTheRequest(t *testing.T) {
-	for _, opts := range [][]HTTPOption{nil, {WithIncludeUsage()}} {
+	for _, opts := range [][]TransportOption{nil, {WithIncludeUsage()}} {
 		tr, _ := httpTracker(t)
 		base := &recordingBase{}
 		rt := NewTransport(tr, base, opts...)
@@ -414,7 +460,7 @@ func TestTransportRequestAttributes(t *testing.T) {
 	tests := []struct {
 		name, url, body string
 		trackerAttrs    []attribute.KeyValue
-		opts            []HTTPOption
+		opts            []TransportOption
 		want            string // the requests counter's set
 	}{
 		{"openai: model after the messages (openai-go's order)", "https://api.openai.com/v1/chat/completions", chatBody, nil, nil,
@@ -437,15 +483,15 @@ func TestTransportRequestAttributes(t *testing.T) {
 			[]attribute.KeyValue{semconv.GenAIProviderNameKey.String("vllm"), semconv.GenAIRequestModel("fixed")}, nil,
 			"gen_ai.operation.name=chat gen_ai.provider.name=vllm gen_ai.request.model=fixed llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"WithRequestAttributes wins over the automatic ones", "https://api.openai.com/v1/chat/completions", chatBody, nil,
-			[]HTTPOption{WithRequestAttributes(func(r *http.Request) []attribute.KeyValue {
+			[]TransportOption{WithRequestAttributes(func(r *http.Request) []attribute.KeyValue {
 				return []attribute.KeyValue{semconv.GenAIRequestModel("mine"), attribute.String("tenant", r.Header.Get("X-Tenant"))}
 			})},
 			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=mine llmmetrics.outcome=ok llmmetrics.role=client tenant=t1"},
 		{"allowlist: a listed model", "https://api.openai.com/v1/chat/completions", chatBody, nil,
-			[]HTTPOption{WithModels("gpt-4o", "gpt-4o-mini")},
+			[]TransportOption{WithModels("gpt-4o", "gpt-4o-mini")},
 			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"allowlist: another model", "https://api.openai.com/v1/chat/completions", chatBody, nil,
-			[]HTTPOption{WithModels("gpt-4o")},
+			[]TransportOption{WithModels("gpt-4o")},
 			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
 		{"a model name too long", "https://api.openai.com/v1/chat/completions", `{"model":"` + strings.Repeat("m", 300) + `"}`, nil, nil,
 			"gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=_OTHER llmmetrics.outcome=ok llmmetrics.role=client"},
@@ -621,7 +667,7 @@ func TestNewTransportNilArguments(t *testing.T) {
 
 // A transport error is returned unchanged: the cause of a context ended
 // with context.WithCancelCause (errgroup's) reaches the caller, while the
-// outcome is still Canceled (issue 17 item 7).
+// outcome is still Canceled.
 func TestTransportKeepsTheBaseError(t *testing.T) {
 	cause := errors.New("sibling failed")
 	base := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -651,7 +697,7 @@ func TestTransportKeepsTheBaseError(t *testing.T) {
 // TestBothSidesChooseTheSameDecoder: NewHandler and NewTransport measure
 // the same answer alike, whatever Content-Type the handler sets or leaves
 // to net/http (a JSON answer without one reaches the client as
-// text/plain): one rule on both sides (issue 17 item 8).
+// text/plain): one rule on both sides.
 func TestBothSidesChooseTheSameDecoder(t *testing.T) {
 	jsonAnswer := `{"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":11,"completion_tokens":22}}`
 	for _, tc := range []struct {
@@ -703,7 +749,7 @@ func TestBothSidesChooseTheSameDecoder(t *testing.T) {
 // TestTransportRedirectIsOneRequest: a POST answered with a 307 (or 308),
 // which http.Client follows, is one request measured from its first hop:
 // the hop is not recorded, so one perfect call meets its SLO once, not
-// half the time (issue 17 item 11).
+// half the time.
 func TestTransportRedirectIsOneRequest(t *testing.T) {
 	for _, code := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		t.Run(strconv.Itoa(code), func(t *testing.T) {
@@ -758,7 +804,7 @@ func activeSum(t *testing.T, r *sdkmetric.ManualReader) int64 {
 	var sum int64
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name == MetricActive {
+			if m.Name == metricActive {
 				for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 					sum += dp.Value
 				}
@@ -766,4 +812,76 @@ func activeSum(t *testing.T, r *sdkmetric.ManualReader) int64 {
 		}
 	}
 	return sum
+}
+
+// TestTransportRedirectLoopIsFailedCalls: a server that answers every
+// request with a 307 to itself. http.Client sends 10 requests per call and
+// gives up with "stopped after 10 redirects": each call is one failed
+// Record (error.type too_many_redirects) measured from its first hop, and
+// the requests counter counts it; 9 redirects (the most the client
+// follows) still end as the answer.
+func TestTransportRedirectLoopIsFailedCalls(t *testing.T) {
+	tr, reader := httpTracker(t)
+	var hits atomic.Int64
+	stream := testdataFile(t, "sse", "openai_chat.sse")
+	client, url := newLLMClient(t, tr, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		hits.Add(1)
+		if r.URL.Path == "/v1/chat/completions" || r.URL.Query().Get("n") == "" {
+			http.Redirect(w, r, r.URL.Path, http.StatusTemporaryRedirect) // to itself
+			return
+		}
+		n, _ := strconv.Atoi(r.URL.Query().Get("n"))
+		if n > 0 {
+			http.Redirect(w, r, r.URL.Path+"?n="+strconv.Itoa(n-1), http.StatusTemporaryRedirect)
+			return
+		}
+		answer(200, "text/event-stream", stream)(w, r)
+	})
+	const calls = 20
+	for range calls {
+		resp, err := client.Do(post(t, t.Context(), url+"/v1/chat/completions", chatBody))
+		require.ErrorContains(t, err, "stopped after 10 redirects")
+		require.NotNil(t, resp)
+	}
+	require.Equal(t, int64(calls*10), hits.Load(), "http.Client sends 10 requests per call")
+	recs := ended(tr)
+	require.Len(t, recs, calls, "one Record per call")
+	for _, r := range recs {
+		assert.Equal(t, OutcomeError, r.Outcome)
+		assert.Equal(t, "too_many_redirects", r.ErrorType)
+	}
+	assert.Equal(t, map[string]int64{"error.type=too_many_redirects gen_ai.operation.name=chat gen_ai.provider.name=openai gen_ai.request.model=gpt-4o-mini llmmetrics.outcome=error llmmetrics.role=client": calls},
+		requestSets(t, reader))
+	assert.Equal(t, int64(0), activeSum(t, reader), "no request left active")
+
+	// 9 redirects, then the answer: one OK Record.
+	resp, err := client.Do(post(t, t.Context(), url+"/v2/chat/completions?n=9", chatBody))
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, resp.Body.Close())
+	recs = ended(tr)
+	require.Len(t, recs, calls+1)
+	assert.Equal(t, OutcomeOK, recs[calls].Outcome)
+	assert.Equal(t, 7, recs[calls].OutputTokens)
+}
+
+// TestTransportFailureAfterAHop: a redirect to a server that refuses the
+// connection: the call is one failed Record, from its first hop.
+func TestTransportFailureAfterAHop(t *testing.T) {
+	tr, _ := httpTracker(t)
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	client, url := newLLMClient(t, tr, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		http.Redirect(w, r, deadURL+"/v1/chat/completions", http.StatusTemporaryRedirect)
+	})
+	_, err := client.Do(post(t, t.Context(), url+"/v1/chat/completions", chatBody))
+	require.Error(t, err)
+	recs := ended(tr)
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomeError, recs[0].Outcome)
+	assert.NotEmpty(t, recs[0].ErrorType)
+	t.Logf("error.type %q", recs[0].ErrorType)
 }

@@ -1,7 +1,6 @@
 package llmmetrics
 
 import (
-	"bytes"
 	"io"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonstream"
@@ -39,6 +38,23 @@ const (
 
 var dataField = []byte("data:")
 
+// What becomes of a '\n' that completes the "\r\n" ending the event before.
+const (
+	lfNone uint8 = iota
+	lfKeep
+	lfDrop
+)
+
+// lineEnd returns the index of the first '\r' or '\n' in b, or -1.
+func lineEnd(b []byte) int {
+	for i, c := range b {
+		if c == '\r' || c == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
 // usageFilter passes an OpenAI chat completions (or completions) event
 // stream from src to the caller, less the usage-only chunks: events whose
 // data is a JSON object with "choices" an empty array and "usage" an
@@ -46,8 +62,9 @@ var dataField = []byte("data:")
 // chunk, until the first byte inside its "choices" array (or a null
 // "usage"), a few dozen bytes into it; a usage-only chunk is held to its
 // end and dropped. Bytes reach the caller in order with no other delay.
-// Lines end at '\n' (a '\r' before it belongs to the line end); an event
-// ends at an empty line. Its memory is one event's bytes at most
+// Lines end at "\r\n", '\n' or '\r' (every line end SSE allows); an
+// event ends at an empty line, and a '\n' that completes the "\r\n" of
+// its last line end (perhaps in the next Read) goes with it. Its memory is one event's bytes at most
 // (maxHeldEvent), reused from event to event: no allocation per event.
 type usageFilter struct {
 	src io.ReadCloser
@@ -59,12 +76,15 @@ type usageFilter struct {
 
 	scan      *jsonstream.Scanner
 	ev        uint8
-	evStart   int  // index in the current Read's bytes where the undecided event's unheld bytes begin
-	blankLine bool // the current line holds nothing but '\r' so far
-	prefix    int  // bytes of "data:" matched at the start of the line; -1: not a data line
-	space     bool // a data line's optional space after the colon may come next
-	inChoices bool // "choices" is an open array whose first inner byte is not yet known
-	nonEmpty  bool // "choices" has an element
+	evStart   int   // index in the current Read's bytes where the undecided event's unheld bytes begin
+	blankLine bool  // the current line is empty so far
+	afterCR   bool  // the last byte was a '\r' ending a line of the current event: a '\n' may complete it
+	pendingLF uint8 // the event before ended with '\r': a '\n' next goes with it (lfKeep or lfDrop)
+	trailing  bool  // the data has bytes other than white space after its JSON value
+	prefix    int   // bytes of "data:" matched at the start of the line; -1: not a data line
+	space     bool  // a data line's optional space after the colon may come next
+	inChoices bool  // "choices" is an open array whose first inner byte is not yet known
+	nonEmpty  bool  // "choices" has an element
 }
 
 func newUsageFilter(src io.ReadCloser) *usageFilter {
@@ -115,8 +135,20 @@ func (f *usageFilter) Read(p []byte) (int, error) {
 func (f *usageFilter) startEvent(i int) {
 	f.ev, f.evStart = evUndecided, i
 	f.blankLine, f.prefix, f.space = true, 0, false
-	f.inChoices, f.nonEmpty = false, false
+	f.inChoices, f.nonEmpty, f.trailing = false, false, false
 	f.scan.Reset()
+}
+
+// endEvent is called when the current event ends at p[i-1] (kept: its
+// bytes go to the caller) and starts the next at i.
+func (f *usageFilter) endEvent(i int, kept bool) {
+	if f.afterCR {
+		f.afterCR, f.pendingLF = false, lfDrop
+		if kept {
+			f.pendingLF = lfKeep
+		}
+	}
+	f.startEvent(i)
 }
 
 // filter takes p, the bytes just read: what can go to the caller at once
@@ -125,6 +157,18 @@ func (f *usageFilter) filter(p []byte) (w int) {
 	f.evStart = 0 // an undecided event goes on from p[0]
 	i := 0
 	for i < len(p) {
+		if f.pendingLF != lfNone {
+			keep := f.pendingLF == lfKeep
+			f.pendingLF = lfNone
+			if p[i] == '\n' { // the end of the event before
+				if keep {
+					w = f.emit(p, w, i, i+1)
+				}
+				i++
+				f.evStart = i
+				continue
+			}
+		}
 		switch f.ev {
 		case evKeep, evDrop:
 			j, end := f.skipToEventEnd(p, i)
@@ -132,7 +176,7 @@ func (f *usageFilter) filter(p []byte) (w int) {
 				w = f.emit(p, w, i, j)
 			}
 			if i = j; end {
-				f.startEvent(i)
+				f.endEvent(i, f.ev == evKeep)
 			}
 		default:
 			i, w = f.undecided(p, i, w)
@@ -148,12 +192,20 @@ func (f *usageFilter) filter(p []byte) (w int) {
 // event in p[i:], and true; or len(p) and false when it does not end there.
 func (f *usageFilter) skipToEventEnd(p []byte, i int) (int, bool) {
 	for i < len(p) {
-		k := bytes.IndexByte(p[i:], '\n')
+		if f.afterCR {
+			f.afterCR = false
+			if p[i] == '\n' { // "\r\n": one line end
+				i++
+				continue
+			}
+		}
+		k := lineEnd(p[i:])
 		if k < 0 {
-			f.blankLine = f.blankLine && allCR(p[i:])
+			f.blankLine = false
 			return len(p), false
 		}
-		blank := f.blankLine && allCR(p[i:i+k])
+		blank := f.blankLine && k == 0
+		f.afterCR = p[i+k] == '\r'
 		i += k + 1
 		f.blankLine = true
 		if blank {
@@ -161,15 +213,6 @@ func (f *usageFilter) skipToEventEnd(p []byte, i int) (int, bool) {
 		}
 	}
 	return i, false
-}
-
-func allCR(b []byte) bool {
-	for _, c := range b {
-		if c != '\r' {
-			return false
-		}
-	}
-	return true
 }
 
 // emit sends p[i:j] to the caller: in place at p[w:] when nothing is
@@ -187,9 +230,16 @@ func (f *usageFilter) emit(p []byte, w, i, j int) int {
 // to a decision), and returns where it stopped and the new w.
 func (f *usageFilter) undecided(p []byte, i, w int) (int, int) {
 	c := p[i]
+	if f.afterCR {
+		f.afterCR = false
+		if c == '\n' { // "\r\n": one line end
+			return i + 1, w
+		}
+	}
 	switch {
-	case c == '\n':
+	case c == '\n' || c == '\r':
 		i++
+		f.afterCR = c == '\r'
 		if f.blankLine { // the event ends
 			return i, f.decideAt(p, i, w, true)
 		}
@@ -205,15 +255,14 @@ func (f *usageFilter) undecided(p []byte, i, w int) (int, int) {
 		} else {
 			f.prefix = -1
 		}
-		f.blankLine = f.blankLine && c == '\r'
+		f.blankLine = false
 		return i + 1, w
 	case f.prefix < 0:
-		f.blankLine = f.blankLine && c == '\r'
-		k := bytes.IndexByte(p[i:], '\n')
+		f.blankLine = false
+		k := lineEnd(p[i:])
 		if k < 0 {
 			k = len(p) - i
 		}
-		f.blankLine = f.blankLine && allCR(p[i:i+k])
 		return i + k, w
 	}
 	// The payload of a data line.
@@ -223,7 +272,7 @@ func (f *usageFilter) undecided(p []byte, i, w int) (int, int) {
 		return i + 1, w
 	}
 	f.space = false
-	k := bytes.IndexByte(p[i:], '\n')
+	k := lineEnd(p[i:])
 	if k < 0 {
 		k = len(p) - i
 	}
@@ -231,6 +280,7 @@ func (f *usageFilter) undecided(p []byte, i, w int) (int, int) {
 	base := f.scan.Offset()
 	f.scan.Feed(run)
 	f.noteChoices(run, base)
+	f.noteTrailing(run, base)
 	i += k
 	if f.keepNow(p, i) {
 		f.ev = evKeep
@@ -265,11 +315,27 @@ func (f *usageFilter) noteChoices(run []byte, base int64) {
 	}
 }
 
+// noteTrailing looks at the bytes just fed (run, from scanner offset
+// base) for anything but white space after the JSON value: such data is
+// not a usage-only chunk ("data: {usage}\ndata: [DONE]" is one event).
+func (f *usageFilter) noteTrailing(run []byte, base int64) {
+	s := f.scan
+	if f.trailing || !s.Done() {
+		return
+	}
+	for _, c := range run[max(s.Root.End-base, 0):] {
+		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			f.trailing = true
+			return
+		}
+	}
+}
+
 // usageOnly reports whether the event's JSON is a usage-only chunk.
 func (f *usageFilter) usageOnly() bool {
 	s := f.scan
 	ch, u := &s.Values[ucChoices], &s.Values[ucUsage]
-	return s.Done() && s.Err() == nil && s.Root.Kind == jsonstream.KindObject &&
+	return s.Done() && s.Err() == nil && !f.trailing && s.Root.Kind == jsonstream.KindObject &&
 		ch.Kind == jsonstream.KindArray && ch.Empty && u.Kind == jsonstream.KindObject
 }
 
@@ -280,7 +346,7 @@ func (f *usageFilter) keepNow(p []byte, i int) bool {
 	u := &s.Values[ucUsage]
 	held := len(f.buf) - f.ready + i - f.evStart
 	switch {
-	case s.Err() != nil, f.nonEmpty, held > maxHeldEvent:
+	case s.Err() != nil, f.nonEmpty, f.trailing, held > maxHeldEvent:
 		return true
 	case s.Values[ucChoices].Kind != jsonstream.KindNone && s.Values[ucChoices].Kind != jsonstream.KindArray:
 		return true
@@ -295,13 +361,14 @@ func (f *usageFilter) keepNow(p []byte, i int) bool {
 // decideAt decides the undecided event that ended at p[i] (end) and sends
 // or drops its bytes.
 func (f *usageFilter) decideAt(p []byte, i, w int, end bool) int {
-	if f.usageOnly() {
+	drop := f.usageOnly()
+	if drop {
 		f.buf = f.buf[:f.ready] // dropped
 	} else {
 		w = f.release(p, i, w)
 	}
 	if end {
-		f.startEvent(i)
+		f.endEvent(i, !drop)
 	}
 	return w
 }

@@ -50,7 +50,7 @@ func withoutUsageChunks(t *testing.T, stream string) string {
 const usageChunk = `data: {"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":14,"completion_tokens":7,"total_tokens":21}}` + "\n\n"
 
 // TestUsageFilter: the caller reads the stream less the usage-only chunk,
-// byte for byte, however the stream is cut into Reads (issue 17 item 3).
+// byte for byte, however the stream is cut into Reads.
 func TestUsageFilter(t *testing.T) {
 	streams := map[string]string{
 		"openai_chat.sse":                                          testdataFile(t, "sse", "openai_chat.sse"),
@@ -113,7 +113,7 @@ func TestUsageFilterDoesNotAllocatePerEvent(t *testing.T) {
 // TestTransportHidesTheUsageChunkItAskedFor: with WithIncludeUsage, a
 // caller who did not ask for the usage chunk reads the stream without it,
 // while the request still gets the exact usage; a caller who asked for it
-// reads it (issue 17 item 3).
+// reads it.
 func TestTransportHidesTheUsageChunkItAskedFor(t *testing.T) {
 	stream := testdataFile(t, "sse", "openai_chat.sse")
 	for _, tc := range []struct {

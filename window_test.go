@@ -54,7 +54,7 @@ func TestSnapshotWindow(t *testing.T) {
 		assert.InDelta(t, 0.5, s.Goodput.Attainment, 1e-12)
 	})
 	t.Run("window off gives an empty Summary", func(t *testing.T) {
-		tr, _ := newTestTracker(t, WithWindow(0, 0))
+		tr, _ := newTestTracker(t, WithoutWindow())
 		endAt(tr, at(0), 10*time.Millisecond, time.Second)
 		s := tr.Snapshot()
 		assert.Zero(t, s.Requests)

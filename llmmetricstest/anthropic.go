@@ -43,7 +43,8 @@ func (anthropicProtocol) parse(_ *http.Request, body []byte) (call, encoder, err
 	if err := json.Unmarshal(body, &req); err != nil {
 		return call{}, nil, err
 	}
-	c := call{model: req.Model, stream: req.Stream, prompt: countText(req.System, req.Messages)}
+	c := call{model: req.Model, stream: req.Stream}
+	c.setPrompt(req.System, req.Messages)
 	if req.MaxTokens != nil && *req.MaxTokens > 0 {
 		c.maxOut = *req.MaxTokens
 	}
@@ -103,7 +104,7 @@ func (anthropicEncoder) streamHeader(h http.Header) bool {
 
 func (anthropicEncoder) message(e *emitter) anthropicMessage {
 	u := anthropicUsage{InputTokens: e.j.prompt, OutputTokens: e.sent}
-	if e.s.cfg.SharedPrefixTokens > 0 {
+	if e.s.cfg.prefixCache() {
 		cached := e.j.cached
 		u.InputTokens -= cached
 		u.CacheReadInputTokens = &cached

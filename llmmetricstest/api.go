@@ -24,6 +24,8 @@ type call struct {
 	model  string // the model the request names ("": any)
 	prompt int    // prompt tokens counted from the request's texts
 	maxOut int    // output cap from the request (0: none)
+	exact  bool   // ignore_eos: answer exactly maxOut tokens
+	text   string // the prompt's texts, concatenated (for the prefix cache)
 	stream bool
 }
 
@@ -137,7 +139,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p protocol) {
 		return
 	}
 
-	j := &job{id: id, ready: make(chan struct{}), notify: make(chan struct{}, 1), maxOut: max(c.maxOut, 0)}
+	j := &job{id: id, ready: make(chan struct{}), notify: make(chan struct{}, 1), maxOut: max(c.maxOut, 0), exact: c.exact}
+	if s.cfg.PrefixCacheBlocks > 0 {
+		j.blocks = blockHashes(c.text)
+	}
 	if s.cfg.PromptTokens > 0 {
 		j.prompt = s.cfg.PromptTokens
 	} else {
@@ -357,6 +362,19 @@ func (e *emitter) stopped() bool { return e.j.length }
 // input items, Anthropic content blocks, Gemini contents and parts, and
 // Ollama messages.
 func countText(values ...json.RawMessage) int {
+	n, _ := promptText(false, values...)
+	return n
+}
+
+// setPrompt sets c's prompt tokens (countText) and text from values.
+func (c *call) setPrompt(values ...json.RawMessage) {
+	c.prompt, c.text = promptText(true, values...)
+}
+
+// promptText returns countText of values and, with keep, their texts
+// concatenated in order.
+func promptText(keep bool, values ...json.RawMessage) (int, string) {
+	var text strings.Builder
 	chars, ids := 0, 0
 	var walk func(raw json.RawMessage, depth int)
 	walk = func(raw json.RawMessage, depth int) {
@@ -369,6 +387,9 @@ func countText(values ...json.RawMessage) int {
 			var s string
 			if json.Unmarshal(raw, &s) == nil {
 				chars += len(s)
+				if keep {
+					text.WriteString(s)
+				}
 			}
 		case '[':
 			var items []json.RawMessage
@@ -394,7 +415,7 @@ func countText(values ...json.RawMessage) int {
 	for _, v := range values {
 		walk(v, 0)
 	}
-	return max(ids+(chars+3)/4, 1)
+	return max(ids+(chars+3)/4, 1), text.String()
 }
 
 var words = []string{"The", "model", "streams", "one", "token", "at", "a", "time", "while", "the",

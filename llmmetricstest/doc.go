@@ -47,7 +47,7 @@
 //
 //   - OpenAI POST /v1/chat/completions and /v1/completions (SSE,
 //     stream_options.include_usage, vLLM's continuous_usage_stats,
-//     max_tokens / max_completion_tokens) and /v1/responses (the
+//     max_tokens / max_completion_tokens, vLLM's ignore_eos) and /v1/responses (the
 //     Responses API's events, max_output_tokens); GET /v1/models; GET /metrics (the
 //     scheduler's state in vLLM's Prometheus names: running, waiting,
 //     KV-cache usage, preemptions, prefix-cache queries and hits);
@@ -74,7 +74,10 @@
 // a FIFO queue, a batch of at most MaxBatch requests, a prefill step whose
 // length grows with the prompt, decode steps that lengthen as the batch
 // grows, and a KV-cache budget beyond which the newest requests are
-// preempted and later recomputed. With the defaults, a closed-loop sweep
+// preempted and later recomputed. A prefix cache (SharedPrefixTokens by
+// group, or PrefixCacheBlocks following the prompts' content byte for
+// byte, as vLLM's automatic prefix caching) spares the prefill of the
+// cached tokens and reports them in each API's usage. With the defaults, a closed-loop sweep
 // of 1…128 concurrent streams shows output throughput rising to about
 // 1,000 tokens/s near 32 streams and falling beyond, while p99 TTFT
 // explodes long before the median moves. ServerConfig also injects faults,
@@ -103,4 +106,8 @@
 // Close aborts in-flight requests (their clients see a broken stream) and
 // waits for every goroutine the server started, so synctest.Test's check
 // that no goroutine outlives the bubble holds.
+//
+// docs/testing.md in the repository tabulates the wire format of each API
+// the server speaks and the saturation knee a concurrency sweep shows; the
+// defaults are ServerConfig's field docs.
 package llmmetricstest

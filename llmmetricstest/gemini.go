@@ -79,7 +79,7 @@ func (geminiProtocol) parse(r *http.Request, body []byte) (call, encoder, error)
 	if err := json.Unmarshal(body, &req); err != nil {
 		return call{}, nil, err
 	}
-	c.prompt = countText(req.SystemInstruction, req.SystemSnake, req.Contents)
+	c.setPrompt(req.SystemInstruction, req.SystemSnake, req.Contents)
 	c.maxOut = req.GenerationConfig.maxOut()
 	if c.maxOut == 0 {
 		c.maxOut = req.ConfigSnake.maxOut()

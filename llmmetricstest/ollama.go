@@ -49,9 +49,9 @@ func (p ollamaProtocol) parse(_ *http.Request, body []byte) (call, encoder, erro
 	}
 	c := call{model: strings.TrimSuffix(req.Model, ":latest"), stream: req.Stream == nil || *req.Stream}
 	if p.chat {
-		c.prompt = countText(req.Messages)
+		c.setPrompt(req.Messages)
 	} else {
-		c.prompt = countText(req.System, req.Prompt)
+		c.setPrompt(req.System, req.Prompt)
 	}
 	if n := req.Options.NumPredict; n != nil && *n > 0 { // -1 and -2 mean no cap
 		c.maxOut = *n

@@ -28,6 +28,9 @@ type openAIRequest struct {
 	} `json:"stream_options"`
 	MaxTokens           *int `json:"max_tokens"`
 	MaxCompletionTokens *int `json:"max_completion_tokens"`
+	// IgnoreEOS is vLLM's and llama.cpp's extension: generate max_tokens
+	// tokens, whatever the model would have ended on.
+	IgnoreEOS bool `json:"ignore_eos"`
 }
 
 // openAIProtocol serves /v1/chat/completions (chat) and /v1/completions.
@@ -40,15 +43,16 @@ func (p openAIProtocol) parse(_ *http.Request, body []byte) (call, encoder, erro
 	}
 	c := call{model: req.Model, stream: req.Stream}
 	if p.chat {
-		c.prompt = countText(req.Messages)
+		c.setPrompt(req.Messages)
 	} else {
-		c.prompt = countText(req.Prompt)
+		c.setPrompt(req.Prompt)
 	}
 	if req.MaxCompletionTokens != nil && *req.MaxCompletionTokens > 0 {
 		c.maxOut = *req.MaxCompletionTokens
 	} else if req.MaxTokens != nil && *req.MaxTokens > 0 {
 		c.maxOut = *req.MaxTokens
 	}
+	c.exact = req.IgnoreEOS && c.maxOut > 0
 	enc := &openAIEncoder{chat: p.chat}
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		enc.includeUsage = true
@@ -93,7 +97,7 @@ type promptDetails struct {
 
 func newUsage(e *emitter) *usage {
 	u := &usage{PromptTokens: e.j.prompt, CompletionTokens: e.sent, TotalTokens: e.j.prompt + e.sent}
-	if e.s.cfg.SharedPrefixTokens > 0 {
+	if e.s.cfg.prefixCache() {
 		u.PromptTokensDetails = &promptDetails{CachedTokens: e.j.cached}
 	}
 	return u
@@ -257,7 +261,8 @@ func (responsesProtocol) parse(_ *http.Request, body []byte) (call, encoder, err
 	if err := json.Unmarshal(body, &req); err != nil {
 		return call{}, nil, err
 	}
-	c := call{model: req.Model, stream: req.Stream, prompt: countText(req.Instructions, req.Input)}
+	c := call{model: req.Model, stream: req.Stream}
+	c.setPrompt(req.Instructions, req.Input)
 	if req.MaxOutputTokens != nil && *req.MaxOutputTokens > 0 {
 		c.maxOut = *req.MaxOutputTokens
 	}

@@ -170,6 +170,15 @@ type ServerConfig struct {
 	// PrefixCacheEntries bounds the prefix cache, in prefixes, evicting the
 	// least recently used (default: PrefixGroups, all fit).
 	PrefixCacheEntries int
+	// PrefixCacheBlocks, when positive, turns on a prefix cache that
+	// follows the requests' content, as vLLM's automatic prefix caching
+	// does: a prompt's texts, concatenated, are cut into blocks of
+	// PrefixBlockTokens tokens (4 characters a token); a request's leading
+	// blocks that an earlier request's prompt began with, byte for byte,
+	// are cached (at most its length − 1 tokens) and not prefilled. The
+	// cache holds this many blocks, evicting the least recently used.
+	// It takes precedence over SharedPrefixTokens. Default 0: off.
+	PrefixCacheBlocks int
 
 	// Speedup divides every simulated duration (steps and pauses), to run
 	// a demo on real time faster without retuning the other fields
@@ -335,7 +344,8 @@ type Server struct {
 	rng      *rand.Rand
 	waiting  []*job
 	running  []*job
-	prefixes []int // the prefix cache: group numbers, least recently used first
+	prefixes []int      // the prefix cache: group numbers, least recently used first
+	blockLRU blockCache // the content prefix cache (PrefixCacheBlocks)
 }
 
 // NewServer starts a fake server on a loopback port (an httptest.Server).
@@ -446,13 +456,15 @@ type job struct {
 	// plan, set by the scheduler before ready is closed.
 	fail      int // HTTP status of an injected failure (500 or 429); 0: none
 	target    int
-	length    bool // target capped by maxOut
-	cutAt     int  // tokens sent before the cut; -1: none
-	errAt     int  // tokens sent before the error event; -1: none
-	pauseAt   int  // tokens sent before the pause; -1: none
-	needPref  int  // tokens to prefill in the next step (0: decoding)
-	cached    int  // prompt tokens served from the prefix cache
-	prefilled bool // the first prefill (the one the cache shortens) is done
+	length    bool     // target capped by maxOut
+	exact     bool     // ignore_eos: the target is maxOut
+	blocks    []uint64 // chained hashes of the prompt's blocks (content prefix cache)
+	cutAt     int      // tokens sent before the cut; -1: none
+	errAt     int      // tokens sent before the error event; -1: none
+	pauseAt   int      // tokens sent before the pause; -1: none
+	needPref  int      // tokens to prefill in the next step (0: decoding)
+	cached    int      // prompt tokens served from the prefix cache
+	prefilled bool     // the first prefill (the one the cache shortens) is done
 }
 
 // run is the scheduler goroutine.
@@ -523,7 +535,7 @@ func (s *Server) plan(j *job) {
 	} else if c.OutputMax > c.OutputMin {
 		n += r.IntN(c.OutputMax - c.OutputMin + 1)
 	}
-	if j.maxOut > 0 && n > j.maxOut {
+	if j.maxOut > 0 && (n > j.maxOut || j.exact) {
 		n, j.length = j.maxOut, true
 	}
 	j.target = n

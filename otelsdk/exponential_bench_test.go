@@ -52,7 +52,7 @@ func BenchmarkChunkExponential(b *testing.B) {
 	// Each exponential sub-benchmark runs right after its explicit twin.
 	for _, agg := range aggs {
 		b.Run("Chunk/"+agg.name, func(b *testing.B) {
-			tr, _ := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(provider(b, agg.opts)), llmmetrics.WithAttributes(staticAttrs...), llmmetrics.WithKeepITL(false))
+			tr, _ := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(provider(b, agg.opts)), llmmetrics.WithAttributes(staticAttrs...), llmmetrics.WithoutITL())
 			r := tr.Start(ctx)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -62,7 +62,7 @@ func BenchmarkChunkExponential(b *testing.B) {
 	}
 	for _, agg := range aggs {
 		b.Run("ChunkAt/"+agg.name, func(b *testing.B) {
-			tr, _ := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(provider(b, agg.opts)), llmmetrics.WithAttributes(staticAttrs...), llmmetrics.WithKeepITL(false))
+			tr, _ := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(provider(b, agg.opts)), llmmetrics.WithAttributes(staticAttrs...), llmmetrics.WithoutITL())
 			t := time.Now()
 			r := tr.StartAt(ctx, t)
 			i := 0
@@ -78,7 +78,7 @@ func BenchmarkChunkExponential(b *testing.B) {
 		b.Run("Record/"+agg.name, func(b *testing.B) {
 			// The instrument as the Tracker creates it: the library's scope
 			// and the explicit-bucket advice, which the view overrides.
-			h, _ := provider(b, agg.opts).Meter(llmmetrics.ScopeName).Float64Histogram("h", metric.WithExplicitBucketBoundaries(llmmetrics.ITLBuckets...))
+			h, _ := provider(b, agg.opts).Meter(llmmetrics.ScopeName).Float64Histogram("h", metric.WithExplicitBucketBoundaries(itlBuckets...))
 			opts := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
 			i := 0
 			b.ReportAllocs()
@@ -92,7 +92,7 @@ func BenchmarkChunkExponential(b *testing.B) {
 		const block = 64
 		var blocks [2]func()
 		for k, agg := range aggs {
-			tr, _ := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(provider(b, agg.opts)), llmmetrics.WithAttributes(staticAttrs...), llmmetrics.WithKeepITL(false))
+			tr, _ := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(provider(b, agg.opts)), llmmetrics.WithAttributes(staticAttrs...), llmmetrics.WithoutITL())
 			at := time.Now()
 			r, i := tr.StartAt(ctx, at), 0
 			blocks[k] = func() {
@@ -110,3 +110,6 @@ func BenchmarkChunkExponential(b *testing.B) {
 		b.ReportMetric(t.Ratio(benchloop.Over(1)), "exponential/explicit")
 	})
 }
+
+// itlBuckets are the explicit bounds the Tracker gives its ITL histogram.
+var itlBuckets = []float64{0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5}

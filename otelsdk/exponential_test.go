@@ -54,7 +54,7 @@ func TestExponentialHistograms(t *testing.T) {
 			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r1), sdkmetric.WithReader(r2),
 				sdkmetric.WithView(userView), ExponentialHistograms())
 			t.Cleanup(func() { _ = mp.Shutdown(ctx) })
-			tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp), llmmetrics.WithRole(role), llmmetrics.WithAttributes(baseAttrs...))
+			tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp), llmmetrics.WithAttributes(baseAttrs...))
 			require.NoError(t, err)
 			names := role.MetricNames()
 
@@ -69,7 +69,11 @@ func TestExponentialHistograms(t *testing.T) {
 			// Powers of two, whose buckets are exact: TTFT 2^-2 s, one gap of
 			// 2^-2 s, TPOT 2^-2 s (N = 2), E2EL 2^-1 s; usage 2^3 in, 2^1 out.
 			t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-			req := tr.StartAt(ctx, t0)
+			start := tr.StartAt
+			if role == llmmetrics.RoleClient {
+				start = tr.StartClientAt
+			}
+			req := start(ctx, t0)
 			req.ChunkAt(t0.Add(250*time.Millisecond), 1)
 			req.ChunkAt(t0.Add(500*time.Millisecond), 1)
 			req.SetUsage(8, 2)
@@ -196,9 +200,9 @@ func TestExponentialAccuracy(t *testing.T) {
 			expoMP := sdkmetric.NewMeterProvider(sdkmetric.WithReader(expoReader), ExponentialHistograms())
 			explicitMP := sdkmetric.NewMeterProvider(sdkmetric.WithReader(explicitReader))
 			t.Cleanup(func() { _ = expoMP.Shutdown(ctx); _ = explicitMP.Shutdown(ctx) })
-			expoTr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(expoMP), llmmetrics.WithWindow(0, 0), llmmetrics.WithKeepITL(false))
+			expoTr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(expoMP), llmmetrics.WithoutWindow(), llmmetrics.WithoutITL())
 			require.NoError(t, err)
-			explicitTr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(explicitMP), llmmetrics.WithWindow(0, 0), llmmetrics.WithKeepITL(false))
+			explicitTr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(explicitMP), llmmetrics.WithoutWindow(), llmmetrics.WithoutITL())
 			require.NoError(t, err)
 
 			rng := rand.New(rand.NewPCG(uint64(i)+1, 14))
@@ -398,7 +402,7 @@ func TestQuantileEstimators(t *testing.T) {
 func TestChunkExponentialDoesNotAllocate(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()), ExponentialHistograms())
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp), llmmetrics.WithKeepITL(false))
+	tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp), llmmetrics.WithoutITL())
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(3, 4))
 	gaps := make([]time.Duration, 1024)

@@ -103,10 +103,10 @@ type Result struct {
 	// Reasons lists the signals at the saturation point: the client-side
 	// ones that decided it, then the server-side ones that explain it.
 	Reasons []Reason `json:"reasons,omitempty"`
-	// KneeBetween holds the two loads the knee lies between when its
-	// interval straddles the threshold and nothing after it confirms it
-	// (Found is then false): more repeats, or a level between them,
-	// would decide it.
+	// KneeBetween holds the two loads the first undecided knee lies
+	// between (its interval straddles the threshold) when no load has a
+	// decided signal (Found is then false): more repeats, or a level
+	// between them, would decide it.
 	KneeBetween []float64 `json:"knee_between,omitempty"`
 	// BestGoodputLevel is the index of the level with the highest goodput;
 	// -1 when no level has any.

@@ -31,7 +31,9 @@ func loads(r Result) []float64 {
 	return out
 }
 
-// TestFindComparesWithLowerLoads: issue 19 item 5's two inputs.
+// TestFindComparesWithLowerLoads: repeats of one load are merged, never
+// compared with each other, and levels given out of order are sorted, so a
+// load is compared only with lower ones.
 func TestFindComparesWithLowerLoads(t *testing.T) {
 	t.Run("[1 2 2 4]: the second load-2 level is a repeat, not a drop", func(t *testing.T) {
 		got, err := Find([]Level{tputLevel(1, 100), tputLevel(2, 200), tputLevel(2, 188), tputLevel(4, 400)}, Options{})

@@ -3,15 +3,17 @@
 //
 //	llmmetrics bench  [flags]          sweep load, find the saturation point and say why
 //	llmmetrics report [flags] FILE...  summarize per-request results of any benchmark tool; a CI gate
+//	llmmetrics compare [flags] BASE NEW did a change make it slower? each metric's change, beyond noise
 //
 // Install it with
 //
 //	go install github.com/llmmetrics/llmmetrics/cmd/llmmetrics@latest
 //
 // Exit status: 0 on success (every objective passed), 1 when an objective
-// or the SLO failed (report) or the run could not be done (bench: the
-// endpoint does not answer with a token stream, or every request of a
-// repeat failed), 2 on bad flags or bad input, 130 when interrupted.
+// or the SLO failed (report) or a -fail-on metric regressed (compare) or
+// the run could not be done (bench: the endpoint does not answer with a
+// token stream, or every request of a repeat failed), 2 on bad flags or bad
+// input, 130 when interrupted.
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"os/signal"
 
 	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/bench"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/compare"
 	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/report"
 )
 
@@ -35,6 +38,7 @@ func main() {
 const usage = `usage:
   llmmetrics bench  [flags]          sweep load, find the saturation point and say why
   llmmetrics report [flags] FILE...  summarize benchmark results; a CI gate with -slo/-objective
+  llmmetrics compare [flags] BASE NEW compare two runs, each change with a 95% interval; a CI gate with -fail-on
 Run "llmmetrics <command> -h" for a command's flags.
 `
 
@@ -50,6 +54,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return bench.Main(ctx, args[1:], stdout, stderr)
 	case "report":
 		return report.Main(ctx, args[1:], stdin, stdout, stderr)
+	case "compare":
+		return compare.Main(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -21,7 +21,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-// How these tests stay deterministic (issues 10, 13): every test has its own
+// How these tests stay deterministic: every test has its own
 // servers, its own upstream http.Transport and its own client
 // (srv.Client()), never http.DefaultTransport or http.DefaultClient;
 // servers are closed by t.Cleanup in reverse order of creation (gateway,
@@ -154,7 +154,7 @@ func wait(t *testing.T, done <-chan struct{}) {
 // outcomes returns the requests counted per outcome.
 func outcomes(t *testing.T, col *llmmetricstest.Collector) map[string]float64 {
 	t.Helper()
-	return col.Collect(t).SumBy(llmmetrics.MetricRequests, llmmetrics.OutcomeKey)
+	return col.Collect(t).SumBy(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey)
 }
 
 // maxPeek is how much of the long request body the upstream transport
@@ -251,8 +251,7 @@ func TestGatewayClientTTFTFarBelowE2EL(t *testing.T) {
 		tracker: []llmmetrics.Option{llmmetrics.WithClock(clock.Now)},
 	})
 	cmp, ccol := llmmetricstest.NewMeterProvider()
-	client, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(cmp), llmmetrics.WithClock(clock.Now),
-		llmmetrics.WithRole(llmmetrics.RoleClient))
+	client, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(cmp), llmmetrics.WithClock(clock.Now))
 	require.NoError(t, err)
 	hc := &http.Client{Transport: llmmetrics.NewTransport(client, srv.Client().Transport)}
 	req, err := http.NewRequest(http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(chatBody))
@@ -302,7 +301,7 @@ func TestGatewayOutcomes(t *testing.T) {
 		assert.Contains(t, string(body), "overloaded")
 		wait(t, done)
 		m := col.Collect(t)
-		assert.Equal(t, float64(1), m.Value(llmmetrics.MetricRequests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("503")), "%s", m)
+		assert.Equal(t, float64(1), m.Value(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("503")), "%s", m)
 	})
 	t.Run("a client that goes away is Canceled", func(t *testing.T) {
 		release := make(chan struct{})
@@ -330,7 +329,7 @@ func TestGatewayOutcomes(t *testing.T) {
 		gw.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(chatBody)))
 		assert.Equal(t, http.StatusBadGateway, w.Code)
 		m := col.Collect(t)
-		assert.Equal(t, float64(1), m.Value(llmmetrics.MetricRequests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("502")), "%s", m)
+		assert.Equal(t, float64(1), m.Value(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("502")), "%s", m)
 	})
 }
 
@@ -386,7 +385,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestGatewayStreamsWhileTheTransportStillReadsTheRequestBody pins the
-// interleaving behind the gateway's flaky "unexpected EOF" (issues 10, 13): the
+// interleaving behind an "unexpected EOF" through a proxy (golang/go#40747): the
 // gateway's response to its client starts while the upstream transport is
 // still reading the request body. After writing the declared Content-Length
 // the transport always reads once more, to check the body is not longer

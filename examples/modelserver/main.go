@@ -37,7 +37,7 @@ func main() {
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(*interval))))
 	defer mp.Shutdown(context.Background())
-	tracker, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp), llmmetrics.WithRole(llmmetrics.RoleServer))
+	tracker, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp))
 	if err != nil {
 		log.Fatal(err)
 	}

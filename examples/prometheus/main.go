@@ -84,7 +84,7 @@ func run(ctx context.Context, mp *sdkmetric.MeterProvider, w workload) ([]llmmet
 	defer srv.Close()
 	tracker, err := llmmetrics.NewTracker(
 		llmmetrics.WithMeterProvider(mp),
-		llmmetrics.WithRole(llmmetrics.RoleClient),
+
 		llmmetrics.WithSLO(w.SLO),
 		llmmetrics.WithAttributes(semconv.GenAIOperationNameChat, semconv.GenAIProviderNameOpenAI,
 			semconv.GenAIRequestModel(srv.Config().Model)),

@@ -97,7 +97,9 @@ func TestPrometheusAgreesWithSummarize(t *testing.T) {
 // bucketOf returns the bounds (lower exclusive, upper inclusive) of the
 // client TTFT histogram bucket that holds v.
 func bucketOf(v float64) (lo, hi float64) {
-	b := llmmetrics.DurationBuckets
+	// The client TTFT buckets: the GenAI conventions' recommended
+	// boundaries for gen_ai.client.operation.time_to_first_chunk.
+	b := []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
 	for i, ub := range b {
 		if v <= ub {
 			if i > 0 {

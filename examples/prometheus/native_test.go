@@ -43,7 +43,7 @@ func TestPrometheusNativeHistograms(t *testing.T) {
 	require.NoError(t, err)
 	var trackers []*llmmetrics.Tracker
 	for _, exp := range []*exporter{classic, native} {
-		tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(exp.Provider), llmmetrics.WithWindow(0, 0))
+		tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(exp.Provider), llmmetrics.WithoutWindow())
 		require.NoError(t, err)
 		trackers = append(trackers, tr)
 	}

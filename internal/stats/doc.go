@@ -15,5 +15,5 @@
 // specification lets an implementation fuse x*y + z into one FMA
 // instruction (arm64 does, amd64 does not) unless an explicit conversion
 // rounds the product first, and the results must be the same bits on every
-// CPU (CI compares amd64 and arm64; see internal/cmd/paritydump).
+// CPU (CI runs TestParityDumpGolden, in the root package, on amd64 and arm64).
 package stats

@@ -29,7 +29,7 @@ func VirtualIndex(n int, p float64) (i int, t float64) {
 //
 // The products are converted to float64 explicitly so they cannot be fused
 // with the sum into an FMA (see the package doc): a fused lerp differs from
-// numpy's in the last bit. paritydump showed it: p33.3 of [200, 300] is
+// numpy's in the last bit. TestParityDumpGolden shows it: p33.3 of [200, 300] is
 // 233.3 on amd64 and in numpy's arithmetic, and was 233.29999999999998 on
 // arm64 before these conversions.
 func Lerp(a, b, t float64) float64 {

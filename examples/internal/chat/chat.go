@@ -61,7 +61,7 @@ func (c *Client) Stream(ctx context.Context, prompt string, maxTokens int) (llmm
 	if err != nil {
 		return llmmetrics.Record{}, err
 	}
-	req := c.Tracker.Start(ctx)
+	req := c.Tracker.StartClient(ctx)
 	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.BaseURL, "/")+"/chat/completions", bytes.NewReader(b))
 	if err != nil {
 		return req.End(err), err
@@ -85,7 +85,7 @@ func (c *Client) Stream(ctx context.Context, prompt string, maxTokens int) (llmm
 		err := fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
 		return req.End(err), err
 	}
-	stream := llmmetrics.NewReader(req, resp.Body, llmmetrics.NewOpenAIDecoder())
+	stream := llmmetrics.NewReader(req, resp.Body, llmmetrics.ProtocolOpenAI.NewDecoder())
 	_, err = io.Copy(io.Discard, stream)
 	closeErr := stream.Close()
 	rec := req.End(nil) // already ended by the reader: returns its Record

@@ -35,7 +35,7 @@ func newTracker(t *testing.T) (*llmmetrics.Tracker, *llmmetricstest.Collector) {
 	t.Helper()
 	mp, col := llmmetricstest.NewMeterProvider()
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp), llmmetrics.WithRole(llmmetrics.RoleClient))
+	tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp))
 	require.NoError(t, err)
 	return tr, col
 }
@@ -115,8 +115,8 @@ func TestOpenAIGoMiddlewareStreamWithRetry(t *testing.T) {
 	assert.Equal(t, 3, snap.OutputTokens, "N from the usage chunk")
 	assert.Equal(t, 9, snap.InputTokens)
 	m := col.Collect(t)
-	assert.Equal(t, map[string]float64{"503": 1}, m.SumBy(llmmetrics.MetricRequests, "error.type"))
-	assert.Equal(t, map[string]float64{"gpt-4o-mini": 2}, m.SumBy(llmmetrics.MetricRequests, "gen_ai.request.model"))
+	assert.Equal(t, map[string]float64{"503": 1}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, "error.type"))
+	assert.Equal(t, map[string]float64{"gpt-4o-mini": 2}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, "gen_ai.request.model"))
 }
 
 func TestAnthropicMiddlewareWithRetry(t *testing.T) {
@@ -152,6 +152,6 @@ func TestAnthropicMiddlewareWithRetry(t *testing.T) {
 	assert.Equal(t, 16, snap.InputTokens, "input + cache read")
 	assert.Equal(t, 0, snap.TTFT.Count, "no TTFT without a stream")
 	m := col.Collect(t)
-	assert.Equal(t, map[string]float64{"503": 1}, m.SumBy(llmmetrics.MetricRequests, "error.type"))
-	assert.Equal(t, map[string]float64{"anthropic": 2}, m.SumBy(llmmetrics.MetricRequests, "gen_ai.provider.name"))
+	assert.Equal(t, map[string]float64{"503": 1}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, "error.type"))
+	assert.Equal(t, map[string]float64{"anthropic": 2}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, "gen_ai.provider.name"))
 }

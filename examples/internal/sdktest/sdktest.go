@@ -37,7 +37,7 @@ type Options struct {
 func NewTracker(t testing.TB) (*llmmetrics.Tracker, *llmmetricstest.Collector) {
 	t.Helper()
 	mp, col := llmmetricstest.NewMeterProvider()
-	tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp), llmmetrics.WithRole(llmmetrics.RoleClient))
+	tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp))
 	require.NoError(t, err)
 	return tr, col
 }
@@ -83,7 +83,7 @@ func Run(t *testing.T, call Call, opts Options) {
 			require.Positive(t, st.CompletionTokens)
 			AssertCompleted(t, tr, st, stream && opts.StreamWithoutInputTokens)
 			m := col.Collect(t)
-			assert.Equal(t, 1.0, m.Value(llmmetrics.MetricRequests, llmmetrics.OutcomeKey.String("ok")), m.String())
+			assert.Equal(t, 1.0, m.Value(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey.String("ok")), m.String())
 			ttfts := m.Count(llmmetrics.RoleClient.MetricNames().TTFT)
 			if stream {
 				assert.Equal(t, uint64(1), ttfts, "a stream has a TTFT")
@@ -145,7 +145,7 @@ func AssertFailed(t testing.TB, tr *llmmetrics.Tracker, col *llmmetricstest.Coll
 	assert.Equal(t, 1, s.Failed, "an HTTP error is a failed request")
 	assert.Zero(t, s.Completed)
 	m := col.Collect(t)
-	assert.Equal(t, 1.0, m.Value(llmmetrics.MetricRequests,
+	assert.Equal(t, 1.0, m.Value(llmmetrics.RoleServer.MetricNames().Requests,
 		llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String(errType)), m.String())
-	assert.Equal(t, map[string]float64{errType: 1}, m.SumBy(llmmetrics.MetricRequests, semconv.ErrorTypeKey))
+	assert.Equal(t, map[string]float64{errType: 1}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, semconv.ErrorTypeKey))
 }

@@ -6,8 +6,8 @@
 // Without -url it talks to llmmetricstest's fake server; with -url it
 // talks to the Anthropic API (ANTHROPIC_API_KEY is the key):
 //
-//	go run ./sdk/anthropic
-//	go run ./sdk/anthropic -url https://api.anthropic.com -model claude-sonnet-4-5
+//	go run ./examples/sdk/anthropic
+//	go run ./examples/sdk/anthropic -url https://api.anthropic.com -model claude-sonnet-4-5
 package main
 
 import (
@@ -82,7 +82,7 @@ func main() {
 		defer srv.Close()
 		*url = srv.URL
 	}
-	tracker, err := llmmetrics.NewTracker(llmmetrics.WithRole(llmmetrics.RoleClient))
+	tracker, err := llmmetrics.NewTracker()
 	if err != nil {
 		log.Fatal(err)
 	}

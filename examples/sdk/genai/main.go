@@ -8,8 +8,8 @@
 // HTTPOptions.BaseURL (the SDK adds /v1beta/models/{model}:…); with -url
 // it talks to the Gemini API (GEMINI_API_KEY is the key):
 //
-//	go run ./sdk/genai
-//	go run ./sdk/genai -url https://generativelanguage.googleapis.com -model gemini-2.5-flash
+//	go run ./examples/sdk/genai
+//	go run ./examples/sdk/genai -url https://generativelanguage.googleapis.com -model gemini-2.5-flash
 package main
 
 import (
@@ -72,7 +72,7 @@ func main() {
 		defer srv.Close()
 		*url = srv.URL
 	}
-	tracker, err := llmmetrics.NewTracker(llmmetrics.WithRole(llmmetrics.RoleClient))
+	tracker, err := llmmetrics.NewTracker()
 	if err != nil {
 		log.Fatal(err)
 	}

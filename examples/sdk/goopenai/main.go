@@ -6,8 +6,8 @@
 // Without -url it talks to llmmetricstest's fake server; with -url it
 // talks to any OpenAI-compatible API (OPENAI_API_KEY is the key):
 //
-//	go run ./sdk/goopenai
-//	go run ./sdk/goopenai -url https://api.openai.com/v1 -model gpt-4o-mini
+//	go run ./examples/sdk/goopenai
+//	go run ./examples/sdk/goopenai -url https://api.openai.com/v1 -model gpt-4o-mini
 package main
 
 import (
@@ -30,7 +30,7 @@ import (
 // newClient returns a go-openai client for the API at baseURL (…/v1),
 // measured by tracker over base: the HTTPClient line is all it takes.
 // go-openai does not retry.
-func newClient(tracker *llmmetrics.Tracker, baseURL, apiKey string, base http.RoundTripper, opts ...llmmetrics.HTTPOption) *goopenai.Client {
+func newClient(tracker *llmmetrics.Tracker, baseURL, apiKey string, base http.RoundTripper, opts ...llmmetrics.TransportOption) *goopenai.Client {
 	cfg := goopenai.DefaultConfig(apiKey)
 	cfg.BaseURL = baseURL
 	cfg.HTTPClient = &http.Client{Transport: llmmetrics.NewTransport(tracker, base, opts...)}
@@ -84,7 +84,7 @@ func main() {
 		defer srv.Close()
 		*url = srv.URL + "/v1"
 	}
-	tracker, err := llmmetrics.NewTracker(llmmetrics.WithRole(llmmetrics.RoleClient))
+	tracker, err := llmmetrics.NewTracker()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 
 // call sends one chat completion through newClient (go-openai does not
 // retry, so an injected 500 or 429 is one failed request).
-func call(opts ...llmmetrics.HTTPOption) sdktest.Call {
+func call(opts ...llmmetrics.TransportOption) sdktest.Call {
 	return func(ctx context.Context, tr *llmmetrics.Tracker, url string, base http.RoundTripper, stream bool) (string, error) {
 		return chat(ctx, newClient(tr, url+"/v1", "test", base, opts...), llmmetricstest.DefaultModel, "Say something about latency.", stream)
 	}
@@ -98,7 +98,7 @@ func readmeLoop(t *testing.T, c *goopenai.Client, req goopenai.ChatCompletionReq
 // TestGoOpenAIReadmeLoopWithIncludeUsage: with WithIncludeUsage, go-openai's
 // stock loop does not see the usage chunk the library asked for (it would
 // panic on it), and the Record still has the server's exact usage; a caller
-// who asks for the usage chunk itself gets it (issue 17 item 3).
+// who asks for the usage chunk itself gets it.
 func TestGoOpenAIReadmeLoopWithIncludeUsage(t *testing.T) {
 	for _, callerAsks := range []bool{false, true} {
 		t.Run(map[bool]string{false: "library asks", true: "caller asks"}[callerAsks], func(t *testing.T) {

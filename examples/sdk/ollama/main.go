@@ -6,8 +6,8 @@
 // Without -url it talks to llmmetricstest's fake server; with -url it
 // talks to an Ollama server:
 //
-//	go run ./sdk/ollama
-//	go run ./sdk/ollama -url http://localhost:11434 -model llama3.2
+//	go run ./examples/sdk/ollama
+//	go run ./examples/sdk/ollama -url http://localhost:11434 -model llama3.2
 package main
 
 import (
@@ -61,7 +61,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	tracker, err := llmmetrics.NewTracker(llmmetrics.WithRole(llmmetrics.RoleClient))
+	tracker, err := llmmetrics.NewTracker()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,8 +6,8 @@
 // Without -url it talks to llmmetricstest's fake server; with -url it
 // talks to any OpenAI-compatible API (OPENAI_API_KEY is the key):
 //
-//	go run ./sdk/openaigo
-//	go run ./sdk/openaigo -url https://api.openai.com/v1 -model gpt-4o-mini
+//	go run ./examples/sdk/openaigo
+//	go run ./examples/sdk/openaigo -url https://api.openai.com/v1 -model gpt-4o-mini
 package main
 
 import (
@@ -29,7 +29,7 @@ import (
 // newClient returns an openai-go client for the API at baseURL (…/v1),
 // measured by tracker: the WithMiddleware line is all it takes. The SDK
 // runs middleware once per attempt, so each retry is its own request.
-func newClient(tracker *llmmetrics.Tracker, baseURL, apiKey string, hc *http.Client, opts ...llmmetrics.HTTPOption) openai.Client {
+func newClient(tracker *llmmetrics.Tracker, baseURL, apiKey string, hc *http.Client, opts ...llmmetrics.TransportOption) openai.Client {
 	return openai.NewClient(
 		option.WithBaseURL(baseURL), option.WithAPIKey(apiKey), option.WithHTTPClient(hc),
 		option.WithMiddleware(llmmetrics.Middleware(tracker, opts...)),
@@ -75,7 +75,7 @@ func main() {
 		defer srv.Close()
 		*url = srv.URL + "/v1"
 	}
-	tracker, err := llmmetrics.NewTracker(llmmetrics.WithRole(llmmetrics.RoleClient))
+	tracker, err := llmmetrics.NewTracker()
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 
 // call sends one chat completion through newClient with the SDK's retries
 // off, so an injected 500 or 429 is one failed request.
-func call(opts ...llmmetrics.HTTPOption) sdktest.Call {
+func call(opts ...llmmetrics.TransportOption) sdktest.Call {
 	return func(ctx context.Context, tr *llmmetrics.Tracker, url string, base http.RoundTripper, stream bool) (string, error) {
 		client := newClient(tr, url+"/v1", "test", &http.Client{Transport: base}, opts...)
 		return chat(ctx, client, llmmetricstest.DefaultModel, "Say something about latency.", stream, option.WithMaxRetries(0))
@@ -104,7 +104,7 @@ func TestOpenAIGoResponses(t *testing.T) {
 // README loop (ChatCompletionAccumulator, then chunk.Choices[0] when
 // there is one) sees only chunks with choices when the caller did not ask
 // for the usage chunk, and the usage chunk when it did; the Record has the
-// server's exact usage either way (issue 17 item 3).
+// server's exact usage either way.
 func TestOpenAIGoStreamWithIncludeUsage(t *testing.T) {
 	for _, callerAsks := range []bool{false, true} {
 		t.Run(map[bool]string{false: "library asks", true: "caller asks"}[callerAsks], func(t *testing.T) {

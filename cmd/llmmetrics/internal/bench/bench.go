@@ -76,6 +76,9 @@ type env struct {
 	live           bool // stderr is a terminal: one progress line rewritten in place
 	newFake        func(llmmetricstest.ServerConfig) *llmmetricstest.Server
 	inMemory       bool // newFake makes in-memory servers: reach them through their own Client
+	// wrap, when set, wraps the measured clients' base transports (tests
+	// see there what the server receives).
+	wrap func(http.RoundTripper) http.RoundTripper
 }
 
 // isTerminal reports whether f is a character device (a terminal).
@@ -103,8 +106,7 @@ type options struct {
 	warmup             int // -1: one wave (the concurrency, or one second of arrivals)
 	repeats            int // 0: until confident
 	burstiness         float64
-	promptWords        int
-	maxTokens          int
+	wl                 workloadFlags
 	timeout            time.Duration
 	slo                llmmetrics.SLO
 	objectives         []llmmetrics.Objective
@@ -138,6 +140,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return *o, usagef("unexpected arguments: %v", fs.Args())
 	}
+	if err := o.wl.validate(fs, o); err != nil {
+		return *o, err
+	}
 	if err := o.check(raw); err != nil {
 		return *o, err
 	}
@@ -162,8 +167,7 @@ func defineFlags(fs *flag.FlagSet) (*options, *rawFlags) {
 	fs.IntVar(&o.requests, "requests", 0, "measured requests per level and repeat (default: max(16, 3×concurrency), or max(16, 10×rate))")
 	fs.IntVar(&o.warmup, "warmup", -1, "warm-up requests per level and repeat, run but not counted (default: one per concurrent client, or one second of arrivals)")
 	fs.IntVar(&o.repeats, "repeats", 0, fmt.Sprintf("runs per level (default: %d to %d, until output throughput is known to ±%g%% at %g%% confidence; up to %d while failures keep the knee undecided)", minRepeats, maxRepeats, 100*relPrecision, 100*confidence, maxRepeatsFailing))
-	fs.IntVar(&o.promptWords, "prompt-words", 100, "words per prompt")
-	fs.IntVar(&o.maxTokens, "max-tokens", 128, "max_tokens of each request")
+	o.wl.register(fs)
 	fs.DurationVar(&o.timeout, "timeout", DefaultTimeout, "longest time a request may take, from sending to its last byte; a request cut by it fails with error_type timeout")
 	fs.StringVar(&raw.serverMetrics, "server-metrics", "", "comma-separated Prometheus /metrics URLs of the model server (default with the fake server: its own)")
 	fs.Float64Var(&o.hourlyCost, "hourly-cost", 0, "hourly cost of the deployment in dollars, for the cost per million tokens")
@@ -201,10 +205,6 @@ func (o *options) check(raw *rawFlags) error {
 		return usagef("-repeats must be ≥ 0")
 	case !(o.searchPrecision > 0 && o.searchPrecision < 1):
 		return usagef("-search-precision must be in (0, 1), not %v", o.searchPrecision)
-	case o.promptWords < 1 || o.maxTokens < 1:
-		return usagef("-prompt-words and -max-tokens must be ≥ 1")
-	case o.promptWords > maxPromptWords:
-		return usagef("-prompt-words must be ≤ %d", maxPromptWords)
 	case !(o.hourlyCost >= 0) || !finite(o.hourlyCost):
 		return usagef("-hourly-cost must be a number ≥ 0, not %v", o.hourlyCost)
 	case !(o.speedup > 0) || !finite(o.speedup):
@@ -233,6 +233,8 @@ func (o *options) setLoads(raw *rawFlags) error {
 	var err error
 	o.mode = ModeConcurrency
 	switch {
+	case o.wl.trace != "":
+		o.mode, o.loads, o.repeats = ModeReplay, []float64{1 / o.wl.timeScale}, 1
 	case raw.rates != "":
 		o.mode = ModeRate
 		o.loads, err = parseLoads(raw.rates, false)
@@ -309,12 +311,24 @@ func run(ctx context.Context, args []string, e env) int {
 		return exitFailed
 	}
 	defer b.close()
+	b.args = args
+	if err := b.checkWorkload(ctx); err != nil {
+		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
+		return exitUsage
+	}
 	if err := b.preflight(ctx); err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintln(e.stderr, "llmmetrics bench: interrupted before the first level: nothing written")
 			return exitInterrupted
 		}
 		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
+		return exitFailed
+	}
+	if err := b.openWorkload(ctx); err != nil {
+		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
+		if isBadInput(err) {
+			return exitUsage
+		}
 		return exitFailed
 	}
 	if err := b.openRecords(); err != nil {
@@ -333,6 +347,7 @@ func (b *bench) finish(ctx context.Context) int {
 	if len(res.Levels) > 0 || runErr == nil {
 		fmt.Fprintln(e.stdout)
 		writeTable(e.stdout, res)
+		writeWorkload(e.stdout, res)
 	}
 	err := b.closeRecords()
 	if err == nil {

@@ -102,6 +102,12 @@ func TestShortSweepFindsTheKnee(t *testing.T) {
 			assert.Contains(t, string(svg), "<svg")
 			assert.Contains(t, string(svg), "saturation: ", "the saturation point is marked")
 		}
+		page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+		require.NoError(t, err, "bench writes report.html")
+		assert.Contains(t, string(page), "Saturation point: ", "the page holds the verdict")
+		assert.Contains(t, string(page), "<svg", "and its charts inline")
+		assert.NotContains(t, string(page), "<script", "no script")
+		assert.NotRegexp(t, `(src|href)="https?:`, string(page), "nothing loaded from the network")
 	})
 }
 

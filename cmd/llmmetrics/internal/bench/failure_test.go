@@ -311,7 +311,7 @@ func TestRedirectLoopKeepsARecord(t *testing.T) {
 	defer b.close()
 	before := time.Now()
 	var rec llmmetrics.Record
-	sent := b.send(context.Background(), b.requestBody(1, 0, 0), &rec, false)
+	sent := b.send(context.Background(), b.preflightBody(), &rec, keepNothing)
 	assert.False(t, rec.Start.Before(before.Truncate(time.Second)), "a start time: %v", rec.Start)
 	assert.False(t, rec.Start.IsZero())
 	assert.Equal(t, llmmetrics.OutcomeError, rec.Outcome)

@@ -51,6 +51,8 @@ type Level struct {
 	// Server is what the model server's Prometheus endpoints reported
 	// during the level (absent: no endpoint, or nothing recognised).
 	Server *saturation.Server `json:"server,omitempty"`
+	// Lengths compares the asked and the actual lengths.
+	Lengths *Lengths `json:"lengths,omitempty"`
 	// ClientTiming is the level's timing error budget (timing.go).
 	ClientTiming *ClientTiming `json:"client_timing,omitempty"`
 
@@ -64,6 +66,7 @@ type Results struct {
 	Target           string                 `json:"target"`
 	Model            string                 `json:"model"`
 	Mode             Mode                   `json:"mode"`
+	Workload         *Workload              `json:"workload,omitempty"`
 	SLO              llmmetrics.SLO         `json:"slo"`
 	Objectives       []llmmetrics.Objective `json:"objectives,omitempty"`
 	AttainmentTarget float64                `json:"attainment_target"`
@@ -101,6 +104,9 @@ func (b *bench) results() Results {
 	}
 	r.Cost = costAt(b.o.hourlyCost, ls)
 	r.ClientTiming = overallTiming(ls, b.o.mode)
+	if b.wl != nil {
+		r.Workload = b.workloadResults()
+	}
 	return r
 }
 
@@ -142,8 +148,11 @@ func ms(d time.Duration, ok bool) string {
 
 // unit names a load.
 func unit(m Mode) string {
-	if m == ModeRate {
+	switch m {
+	case ModeRate:
 		return "requests/s"
+	case ModeReplay:
+		return "× the trace's speed"
 	}
 	return "concurrent requests"
 }
@@ -320,5 +329,8 @@ func (b *bench) writeFiles(r Results) error {
 	}
 	charts, err := writeCharts(dir, r)
 	b.written = append(b.written, charts...)
-	return err
+	if err != nil {
+		return err
+	}
+	return b.writePage(r)
 }

@@ -14,13 +14,13 @@ import (
 // written before it passes.
 func (b *bench) preflight(ctx context.Context) error {
 	var rec llmmetrics.Record
-	s := b.send(ctx, b.requestBody(0, 0, 0), &rec, true)
+	s := b.send(ctx, b.preflightBody(), &rec, keepHead)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case rec.Outcome != llmmetrics.OutcomeOK:
 		return fmt.Errorf("the first request to %s failed: %s", b.url, s.msg)
-	case !rec.HasToken():
+	case rec.FirstToken.IsZero():
 		return fmt.Errorf("the answer of %s is not an OpenAI-compatible stream: no token arrived (status OK, Content-Type %q, it begins %q)",
 			b.url, s.contentType, excerpt(s.head))
 	}

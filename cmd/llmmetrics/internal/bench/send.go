@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/workload"
 )
 
 // sent is what bench learned from sending one request, besides its Record.
@@ -30,7 +31,22 @@ type sent struct {
 	// (head only when asked: the preflight shows them).
 	contentType string
 	head        []byte
+	// answer is the answer's text (only when asked: a session's next
+	// turn sends it back).
+	answer string
 }
+
+// keep says what send keeps of an answer besides its Record.
+type keep uint8
+
+const (
+	keepNothing keep = iota
+	keepHead         // its first bytes (the preflight shows them)
+	keepAnswer       // its text (a session's next turn sends it)
+)
+
+// maxAnswer bounds the answer kept for a session's next turn.
+const maxAnswer = 16 << 20
 
 // Limits of what a failure keeps: the excerpt of an error answer shown to
 // the user, and how much of an error answer is read to find its message.
@@ -40,7 +56,7 @@ const (
 	maxHead         = 512
 )
 
-// send sends one streaming chat completion and reads it to its end, within
+// send sends one streaming request of the -api and reads it to its end, within
 // -timeout; the Tracker's WithOnEnd hook stores its Record in *slot.
 //
 // A request whose first attempt fails on a reused connection before any
@@ -54,14 +70,14 @@ const (
 // A request cut by -timeout fails with error_type "timeout". The slot
 // always ends with a Record that has a start time, even when the transport
 // kept none (a redirect loop the client gave up on).
-func (b *bench) send(ctx context.Context, body []byte, slot *llmmetrics.Record, keepHead bool) sent {
+func (b *bench) send(ctx context.Context, body []byte, slot *llmmetrics.Record, k keep) sent {
 	rctx, cancel := context.WithTimeout(ctx, b.o.timeout)
 	defer cancel()
 	began := time.Now()
-	s, retry, err := b.try(rctx, b.hc, body, slot, keepHead)
+	s, retry, err := b.try(rctx, b.hc, body, slot, k)
 	if retry && rctx.Err() == nil {
 		*slot = llmmetrics.Record{}
-		s, _, err = b.try(rctx, b.fresh, body, slot, keepHead)
+		s, _, err = b.try(rctx, b.fresh, body, slot, k)
 		s.retried = true
 	}
 	if slot.Start.IsZero() {
@@ -86,7 +102,7 @@ func (b *bench) send(ctx context.Context, body []byte, slot *llmmetrics.Record, 
 
 // try makes one attempt through hc. retry reports that it failed on a
 // reused connection before any byte of the answer arrived.
-func (b *bench) try(ctx context.Context, hc *http.Client, body []byte, slot *llmmetrics.Record, keepHead bool) (s sent, retry bool, err error) {
+func (b *bench) try(ctx context.Context, hc *http.Client, body []byte, slot *llmmetrics.Record, k keep) (s sent, retry bool, err error) {
 	var reused, answered atomic.Bool
 	ctx = context.WithValue(ctx, slotKey{}, slot)
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -99,11 +115,7 @@ func (b *bench) try(ctx context.Context, hc *http.Client, body []byte, slot *llm
 		*slot = llmmetrics.Record{Start: now, End: now, Outcome: llmmetrics.OutcomeError, ErrorType: "_OTHER"}
 		return sent{msg: err.Error()}, false, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	if b.apiKey != "" {
-		req.Header.Set("Authorization", "Bearer "+b.apiKey)
-	}
+	b.setHeaders(req)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return sent{msg: shortError(err)}, reused.Load() && !answered.Load(), err
@@ -116,13 +128,20 @@ func (b *bench) try(ctx context.Context, hc *http.Client, body []byte, slot *llm
 		return s, false, nil
 	}
 	head := prefixWriter{max: 0}
-	if keepHead {
+	switch k {
+	case keepHead:
 		head.max = maxHead
+	case keepAnswer:
+		head.max = maxAnswer
 	}
 	if _, err = io.Copy(&head, resp.Body); err != nil {
 		s.msg = shortError(err)
 	}
 	s.head = head.b
+	if k == keepAnswer && err == nil {
+		s.answer, _ = workload.AnswerText(b.o.wl.api, bytes.NewReader(head.b))
+		s.head = nil
+	}
 	return s, false, err
 }
 

@@ -80,8 +80,7 @@ func TestKernelStampsOnLoopback(t *testing.T) {
 	defer srv.Close()
 
 	var rec llmmetrics.Record
-	tracker, err := llmmetrics.NewTracker(llmmetrics.WithRole(llmmetrics.RoleClient),
-		llmmetrics.WithMeterProvider(metric.NewMeterProvider()), llmmetrics.WithWindow(0, 0),
+	tracker, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(metric.NewMeterProvider()), llmmetrics.WithoutWindow(),
 		llmmetrics.WithOnEnd(func(_ context.Context, r llmmetrics.Record) { rec = r }))
 	require.NoError(t, err)
 	base := newHTTPTransport()

@@ -6,22 +6,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/servermetrics"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/workload"
 	"github.com/llmmetrics/llmmetrics/llmmetricstest"
 	"github.com/llmmetrics/llmmetrics/saturation"
 	"go.opentelemetry.io/otel/sdk/metric"
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Mode says what a level's load is.
@@ -49,9 +47,16 @@ type bench struct {
 	fake    *llmmetricstest.Server
 	records *os.File // records.jsonl, appended after each repeat
 	written []string
+	args    []string // the command line after "bench", for report.html
 	prog    progress
 
 	levels []*Level // measured levels, in the order they ran
+
+	wl         *workload.Workload // what each request is
+	counting   string             // how prompts are sized (calibration.how)
+	warnedIn   bool               // the input-length warning was given
+	warnedOut  bool               // the short-output warning was given
+	warnedLong bool               // the long-output warning was given
 
 	watcher  *servermetrics.Watcher // nil: no -server-metrics and no fake server
 	warnMu   sync.Mutex             // guards warnings (the watcher's goroutine adds)
@@ -64,8 +69,8 @@ type slotKey struct{}
 
 func newBench(o options, e env) (*bench, error) {
 	b := &bench{o: o, e: e, model: o.model, apiKey: os.Getenv(o.keyEnv), prog: progress{w: e.stderr, live: e.live}}
-	tracker, err := llmmetrics.NewTracker(llmmetrics.WithRole(llmmetrics.RoleClient),
-		llmmetrics.WithMeterProvider(metric.NewMeterProvider()), llmmetrics.WithWindow(0, 0),
+	tracker, err := llmmetrics.NewTracker(
+		llmmetrics.WithMeterProvider(metric.NewMeterProvider()), llmmetrics.WithoutWindow(),
 		llmmetrics.WithOnEnd(func(ctx context.Context, r llmmetrics.Record) {
 			if slot, ok := ctx.Value(slotKey{}).(*llmmetrics.Record); ok {
 				*slot = r
@@ -77,7 +82,7 @@ func newBench(o options, e env) (*bench, error) {
 	var base, freshBase http.RoundTripper = newHTTPTransport(), newHTTPTransport()
 	freshBase.(*http.Transport).DisableKeepAlives = true
 	b.target = o.url
-	b.url = strings.TrimSuffix(o.url, "/") + "/chat/completions"
+	b.url = apiURL(o.url, o.wl.api, o.model, false)
 	if o.url == "" {
 		// The fake server's default KV budget (4,096 tokens) starts
 		// preempting right at 16 requests of this size (~300 tokens each),
@@ -87,8 +92,13 @@ func newBench(o options, e env) (*bench, error) {
 		// the steps below it well above the knee threshold (8 → 16 gains
 		// ~75 % of linear scaling, not ~52 %), so CPU contention on the
 		// client cannot move the verdict to 16.
-		b.fake = e.newFake(llmmetricstest.ServerConfig{Speedup: o.speedup, Seed: o.seed, KVBudget: 6144, BatchSlowdown: 0.02})
-		b.url, b.target = b.fake.URL+"/v1/chat/completions", "llmmetricstest fake server"
+		cfg := llmmetricstest.ServerConfig{Speedup: o.speedup, Seed: o.seed, KVBudget: 6144, BatchSlowdown: 0.02}
+		if o.wl.sharesPrefixes() {
+			// Its prefix cache follows the prompts' content, as vLLM's.
+			cfg.PrefixCacheBlocks = fakePrefixCacheBlocks
+		}
+		b.fake = e.newFake(cfg)
+		b.target = "llmmetricstest fake server"
 		if e.inMemory {
 			base = b.fake.Client().Transport // only its own transport reaches it
 			freshBase = base
@@ -96,6 +106,10 @@ func newBench(o options, e env) (*bench, error) {
 		if b.model == "" {
 			b.model = b.fake.Config().Model
 		}
+		b.url = apiURL(b.fake.URL, o.wl.api, b.model, true)
+	}
+	if e.wrap != nil {
+		base, freshBase = e.wrap(base), e.wrap(freshBase)
 	}
 	b.hc = &http.Client{Transport: llmmetrics.NewTransport(tracker, arrivalTransport{base})}
 	b.fresh = &http.Client{Transport: llmmetrics.NewTransport(tracker, arrivalTransport{freshBase})}
@@ -267,6 +281,7 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 		if err := b.writeRecords(load, r, rep); err != nil {
 			return l, err
 		}
+		b.noteLengths(l, rep.records, rep.metas)
 		s := llmmetrics.Summarize(rep.records, llmmetrics.SummaryOptions{SLO: b.o.slo})
 		all, msgs = append(all, rep.records...), append(msgs, rep.msgs...)
 		total += s.Duration
@@ -382,6 +397,13 @@ func waitingBeforeEngine(inFlight float64, srv *saturation.Server) *float64 {
 
 // requests returns how many requests a repeat of load measures.
 func (b *bench) requests(load float64) int {
+	if b.o.mode == ModeReplay {
+		n := b.wl.Info().Entries
+		if b.o.requests > 0 {
+			n = min(n, b.o.requests)
+		}
+		return n
+	}
 	if b.o.requests > 0 {
 		return b.o.requests
 	}
@@ -394,6 +416,8 @@ func (b *bench) requests(load float64) int {
 // warmups returns how many warm-up requests a repeat of load runs first.
 func (b *bench) warmups(load float64) int {
 	switch {
+	case b.o.mode == ModeReplay:
+		return 0 // the trace is replayed once, from its start
 	case b.o.warmup >= 0:
 		return b.o.warmup
 	case b.o.mode == ModeRate:
@@ -407,81 +431,22 @@ type repeatResult struct {
 	records []llmmetrics.Record // the measured requests (warm-up excluded), in the order sent
 	msgs    []string            // why each failed ("" for an OK one)
 	retries int                 // measured requests sent twice (see send)
-	timings []reqTiming         // each measured request's schedule and lags
-}
-
-// runRepeat runs one repeat of a level: the warm-up requests, then the
-// measured ones. Each request's body is built when it is sent.
-func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeatResult, error) {
-	warm, n := b.warmups(load), b.requests(load)
-	total := warm + n
-	records := make([]llmmetrics.Record, total)
-	msgs := make([]string, total)
-	timings := make([]reqTiming, total)
-	var done, tokens, retries atomic.Int64
-	flight := newInFlight(total)
-	send := func(i int) {
-		flight.start(i)
-		s := b.send(context.WithValue(ctx, timingKey{}, &timings[i]), b.requestBody(load, repeat, i), &records[i], false)
-		flight.end(i)
-		if i < warm {
-			return
-		}
-		tokens.Add(int64(records[i].OutputTokens))
-		done.Add(1)
-		if s.retried {
-			retries.Add(1)
-		}
-		if records[i].Outcome != llmmetrics.OutcomeOK {
-			msgs[i] = s.msg
-		}
-	}
-	stop := b.prog.watch(b.o.mode, load, repeat, n, &done, &tokens, flight)
-	defer stop()
-	var wg sync.WaitGroup
-	switch b.o.mode {
-	case ModeRate:
-		rng := rand.New(rand.NewPCG(b.o.seed, uint64(load*1000)<<8|uint64(repeat)))
-		gaps := distuv.Gamma{Alpha: b.o.burstiness, Beta: b.o.burstiness * load, Src: rng}
-		next := time.Now()
-		for i := range total {
-			if i > 0 {
-				next = next.Add(time.Duration(gaps.Rand() * float64(time.Second)))
-			}
-			timings[i].scheduled = next
-			if err := sleepUntil(ctx, next); err != nil {
-				wg.Wait()
-				return repeatResult{}, err
-			}
-			wg.Go(func() { send(i) })
-		}
-	default:
-		var next atomic.Int64
-		began := time.Now()
-		for range int(load) {
-			wg.Go(func() {
-				due := began // a client's next request is due when its previous one ends
-				for i := int(next.Add(1) - 1); i < total && ctx.Err() == nil; i = int(next.Add(1) - 1) {
-					timings[i].scheduled = due
-					send(i)
-					due = cmp.Or(records[i].End, time.Now())
-				}
-			})
-		}
-	}
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return repeatResult{}, err
-	}
-	return repeatResult{records: records[warm:], msgs: msgs[warm:], retries: int(retries.Load()), timings: timings[warm:]}, nil
+	metas   []reqMeta           // what each asked for
+	timings []reqTiming         // each measured request's schedule and lags, in step with metas
 }
 
 // recordLine is one line of records.jsonl (docs/command.md).
 type recordLine struct {
-	Mode   Mode              `json:"mode"`
-	Load   float64           `json:"load"`
-	Repeat int               `json:"repeat"`
-	Record llmmetrics.Record `json:"record"`
+	Mode   Mode    `json:"mode"`
+	Load   float64 `json:"load"`
+	Repeat int     `json:"repeat"`
+	// What the request asked for (workload.Request).
+	AskedInputTokens  int               `json:"asked_input_tokens"`
+	AskedOutputTokens int               `json:"asked_output_tokens,omitempty"`
+	PrefixGroup       *int              `json:"prefix_group,omitempty"`
+	Session           int               `json:"session"`
+	Turn              int               `json:"turn"`
+	Record            llmmetrics.Record `json:"record"`
 	// Scheduled is when the request was meant to leave: its arrival
 	// (open loop), or the end of the client's previous request (closed
 	// loop). Record.Start minus Scheduled is its send lag.
@@ -496,7 +461,13 @@ func (b *bench) writeRecords(load float64, repeat int, rep repeatResult) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	for i, r := range rep.records {
-		if err := enc.Encode(recordLine{Mode: b.o.mode, Load: load, Repeat: repeat, Record: r, Error: rep.msgs[i], Scheduled: rep.timings[i].scheduled}); err != nil {
+		m := rep.metas[i]
+		line := recordLine{Mode: b.o.mode, Load: load, Repeat: repeat, Record: r, Error: rep.msgs[i], AskedInputTokens: m.askedIn,
+			AskedOutputTokens: m.askedOut, Session: m.session, Turn: m.turn, Scheduled: rep.timings[i].scheduled}
+		if m.group >= 0 {
+			line.PrefixGroup = &m.group
+		}
+		if err := enc.Encode(line); err != nil {
 			return err
 		}
 	}
@@ -506,6 +477,8 @@ func (b *bench) writeRecords(load float64, repeat int, rep repeatResult) error {
 
 func (b *bench) describeLoads() string {
 	switch {
+	case b.o.mode == ModeReplay:
+		return fmt.Sprintf("at %g× the recorded times", b.o.wl.timeScale)
 	case b.o.search:
 		return fmt.Sprintf("search from %g (doubling, then bisection to %g%%)", b.o.loads[0], 100*b.o.searchPrecision)
 	case b.o.auto:

@@ -242,5 +242,5 @@ func sleepUntil(ctx context.Context, at time.Time) error {
 		}
 		runtime.Gosched()
 	}
-	return nil
+	return ctx.Err()
 }

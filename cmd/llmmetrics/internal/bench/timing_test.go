@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -156,5 +158,58 @@ func TestRecordsKeepScheduled(t *testing.T) {
 		assert.Nil(t, res.ClientTiming.ArrivalLagP99)
 		require.NotNil(t, res.Levels[0].ClientTiming)
 		assert.Contains(t, stdout.String(), "Client timing error: not measured")
+	})
+}
+
+// TestScheduledReplayAndSessions: in a bubble, a replayed request is due at
+// the run's start plus its arrival at the time scale; a session's next turn
+// at its previous turn's end plus the think time; a closed-loop client's
+// next session at the end of its previous request. Each leaves on time.
+func TestScheduledReplayAndSessions(t *testing.T) {
+	t.Run("replay", func(t *testing.T) {
+		trace := filepath.Join(t.TempDir(), "trace.jsonl")
+		require.NoError(t, os.WriteFile(trace, []byte(`{"timestamp": 0, "input_length": 20, "output_length": 2, "hash_ids": [1]}
+{"timestamp": 30, "input_length": 20, "output_length": 2, "hash_ids": [2]}
+{"timestamp": 30, "input_length": 20, "output_length": 2, "hash_ids": [3]}
+{"timestamp": 400, "input_length": 20, "output_length": 2, "hash_ids": [4]}
+`), 0o644))
+		synctest.Test(t, func(t *testing.T) {
+			dir := t.TempDir()
+			_, code, stderr, _ := runWorkload(t, dir, "-trace", trace, "-time-scale", "0.5")
+			require.Equal(t, exitOK, code, stderr)
+			lines := readRecords(t, dir)
+			require.Len(t, lines, 4)
+			want := []time.Duration{0, 15 * time.Millisecond, 15 * time.Millisecond, 200 * time.Millisecond} // arrivals × 0.5
+			first := lines[0].Scheduled
+			require.False(t, first.IsZero())
+			for i, l := range lines {
+				assert.Equal(t, want[i], l.Scheduled.Sub(first), "line %d", i+1)
+				assert.Equal(t, l.Scheduled, l.Record.Start, "line %d leaves on time", i+1)
+			}
+		})
+	})
+	t.Run("closed loop with sessions", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			dir := t.TempDir()
+			const think = 70 * time.Millisecond
+			_, code, stderr, _ := runWorkload(t, dir, "-concurrency", "1", "-requests", "6", "-turns", "3",
+				"-think-time", think.String(), "-input-tokens", "10", "-output-tokens", "3")
+			require.Equal(t, exitOK, code, stderr)
+			lines := readRecords(t, dir)
+			require.Len(t, lines, 6)
+			for i, l := range lines {
+				require.False(t, l.Scheduled.IsZero(), "line %d", i+1)
+				assert.Equal(t, l.Scheduled, l.Record.Start, "line %d leaves on time", i+1)
+				if i == 0 {
+					continue
+				}
+				prev := lines[i-1]
+				want := prev.Record.End // a new session: at once
+				if l.Session == prev.Session {
+					want = want.Add(think)
+				}
+				assert.Equal(t, want, l.Scheduled, "line %d (session %d turn %d)", i+1, l.Session, l.Turn)
+			}
+		})
 	})
 }

@@ -60,7 +60,7 @@ func TestMillionAIPerfRecords(t *testing.T) {
 		}
 	}()
 	t0 := time.Now()
-	r, err := readFiles(context.Background(), []string{file}, "auto", nil, llmmetrics.SummaryOptions{})
+	r, err := readFiles(context.Background(), []string{file}, "auto", nil, llmmetrics.SummaryOptions{}, nil)
 	require.NoError(t, err)
 	t1 := time.Now()
 	s := r.sum.Summary()

@@ -37,6 +37,7 @@ type options struct {
 	objectives []llmmetrics.Objective
 	attainment float64
 	json       bool
+	html       string // -html FILE
 }
 
 // Main runs "llmmetrics report" with args (the flags and files after the
@@ -47,10 +48,11 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if files == nil {
 		return code
 	}
+	var pg pageSamples
 	run, err := readFiles(ctx, files, o.format, stdin, llmmetrics.SummaryOptions{
 		Percentiles: percentiles(o.objectives),
 		SLO:         o.slo,
-	})
+	}, pg.keep(o.html != ""))
 	if err != nil {
 		fmt.Fprintf(stderr, "llmmetrics report: %v\n", err)
 		return exitBad
@@ -69,6 +71,12 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	} else {
 		writeSummary(stdout, run, sum)
 		writeChecks(stdout, checks)
+	}
+	if o.html != "" {
+		if err := pg.write(o.html, args, run, sum); err != nil {
+			fmt.Fprintf(stderr, "llmmetrics report: %v\n", err)
+			return exitBad
+		}
 	}
 	for _, c := range checks {
 		if !c.pass {
@@ -120,7 +128,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("llmmetrics report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: llmmetrics report [-format auto|records|vllm|aiperf|inference-perf|genai-perf] [-slo S] [-objective O]... [-json] FILE...")
+		fmt.Fprintln(stderr, "usage: llmmetrics report [-format auto|records|vllm|aiperf|inference-perf|genai-perf] [-slo S] [-objective O]... [-json] [-html FILE] FILE...")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.format, "format", "auto", "input format: auto (detected from the content), "+strings.Join(formatNames(), ", "))
@@ -135,6 +143,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 		return nil
 	})
 	fs.BoolVar(&o.json, "json", false, "print the Summary as JSON (gate lines then go to stderr)")
+	fs.StringVar(&o.html, "html", "", "also write the run as a self-contained HTML page (table, CDFs of TTFT and ITL) to this file")
 	return fs
 }
 
@@ -162,6 +171,8 @@ type run struct {
 	// errorTypes counts the failed and canceled requests by error_type
 	// ("unknown" where the file does not say).
 	errorTypes map[string]int
+	// keep, when set, receives every record as it is added (ReadRecords).
+	keep func(llmmetrics.Record)
 
 	clock       string        // the clock of the files read so far
 	clockFile   string        // the first file, named when another's clock differs
@@ -186,12 +197,12 @@ type fileInfo struct {
 
 // readFiles decodes every file, in order, into one run summarized with
 // opts (its Duration is set here).
-func readFiles(ctx context.Context, names []string, formatName string, stdin io.Reader, opts llmmetrics.SummaryOptions) (*run, error) {
+func readFiles(ctx context.Context, names []string, formatName string, stdin io.Reader, opts llmmetrics.SummaryOptions, keep func(llmmetrics.Record)) (*run, error) {
 	sum, err := llmmetrics.NewSummarizer(opts)
 	if err != nil {
 		return nil, err
 	}
-	r := &run{sum: sum}
+	r := &run{sum: sum, keep: keep}
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err

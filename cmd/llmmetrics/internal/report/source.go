@@ -88,20 +88,16 @@ func (s *source) errorf(line int, format string, args ...any) error {
 	return &inputError{file: s.name, line: line, msg: fmt.Sprintf(format, args...)}
 }
 
-// inputError is bad input, named by file and line (or byte offset).
+// inputError is bad input, named by file and line.
 type inputError struct {
-	file   string
-	line   int
-	offset int64
-	msg    string
+	file string
+	line int
+	msg  string
 }
 
 func (e *inputError) Error() string {
-	switch {
-	case e.line > 0:
+	if e.line > 0 {
 		return fmt.Sprintf("%s:%d: %s", e.file, e.line, e.msg)
-	case e.offset > 0:
-		return fmt.Sprintf("%s: byte %d: %s", e.file, e.offset, e.msg)
 	}
 	return fmt.Sprintf("%s: %s", e.file, e.msg)
 }
@@ -214,10 +210,10 @@ type fileRun struct {
 	src *source
 }
 
-// emit validates rec (read at line, or at byte offset off when line is 0)
-// and adds it to the run (the Summarizer copies what it keeps: rec.ITL may
-// be the decoder's scratch). A record whose times are out of order is bad
-// input.
+// emit validates rec (where names its position) and adds it to the run
+// (the Summarizer copies what it keeps: rec.ITL may be the decoder's
+// scratch). A record whose counts are not counts, or whose times are out of
+// order, is bad input.
 func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmetrics.Record) error {
 	if why := badCount(&rec); why != "" {
 		return where("%s", why)
@@ -229,6 +225,9 @@ func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmet
 	fr.run.n++
 	if rec.Outcome != llmmetrics.OutcomeOK {
 		fr.run.countErrorType(rec.ErrorType)
+	}
+	if fr.run.keep != nil {
+		fr.run.keep(rec)
 	}
 	return nil
 }

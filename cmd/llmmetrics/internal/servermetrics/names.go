@@ -20,9 +20,10 @@
 // its source in its first lines: real captures where one is published
 // (SGLang's documentation, vLLM's design document, a vLLM v0 scrape in
 // AIBrix's documentation, a DCGM exporter scrape in NVIDIA's aicr
-// conformance evidence), and payloads assembled from the names' sources,
-// marked so, where none is (TGI, llama.cpp, vLLM's engine label and
-// deprecated names).
+// conformance evidence) or was taken from a running server (llama.cpp's,
+// release b4747), and payloads assembled from the names' sources, marked
+// so, where none is (TGI, llama.cpp's later layout, vLLM's engine label
+// and deprecated names).
 //
 // # Aggregation
 //
@@ -100,10 +101,15 @@ type metricName struct {
 //     (huggingface/text-generation-inference): tgi_batch_current_size
 //     ("Current batch size"), tgi_queue_size ("Current queue size"); TGI
 //     exports no KV-cache or preemption figure.
-//   - llama.cpp: tools/server/README.md, "GET /metrics" (ggml-org/llama.cpp):
-//     llamacpp:requests_processing, llamacpp:requests_deferred,
-//     llamacpp:kv_cache_usage_ratio ("1 means 100 percent usage"; not in
-//     every build).
+//   - llama.cpp: the server's metrics handler (ggml-org/llama.cpp,
+//     examples/server/server.cpp, later tools/server/server-context.cpp)
+//     and tools/server/README.md, "GET /metrics": llamacpp:requests_processing
+//     (slots busy), llamacpp:requests_deferred (tasks waiting for a slot),
+//     llamacpp:kv_cache_usage_ratio ("1 means 100 percent usage"; removed
+//     in May 2025, pull request 13660). Every metric is unlabelled;
+//     llamacpp:n_busy_slots_per_decode, an average, is declared a counter
+//     and is not read. Requests waiting for one of the HTTP server's
+//     threads are in neither gauge.
 //   - DCGM exporter: etc/default-counters.csv (NVIDIA/dcgm-exporter):
 //     DCGM_FI_DEV_GPU_UTIL ("GPU utilization (in %)"), DCGM_FI_DEV_POWER_USAGE
 //     ("Power draw (in W)"), DCGM_FI_PROF_GR_ENGINE_ACTIVE ("Ratio of time the

@@ -85,6 +85,22 @@ func TestFixtures(t *testing.T) {
 			RequestsRunning: ptr(4), RequestsWaiting: ptr(46), RequestsWaitingMax: ptr(46),
 			KVCacheUsage: ptr(0.5), KVCacheUsageMax: ptr(0.5),
 		}},
+		// Real: llama.cpp b4747 after one request, and two seconds after
+		// 12 streams started on 4 slots (2 processing, 0 deferred: the
+		// other streams wait for an HTTP thread, which /metrics cannot
+		// see). No preemption or prefix-cache figure.
+		{"llamacpp_b4747_idle.txt", saturation.Server{
+			RequestsRunning: ptr(0), RequestsWaiting: ptr(0), RequestsWaitingMax: ptr(0),
+			KVCacheUsage: ptr(0.00488281), KVCacheUsageMax: ptr(0.00488281),
+		}},
+		{"llamacpp_b4747_12_streams.txt", saturation.Server{
+			RequestsRunning: ptr(2), RequestsWaiting: ptr(0), RequestsWaitingMax: ptr(0),
+			KVCacheUsage: ptr(0.0681152), KVCacheUsageMax: ptr(0.0681152),
+		}},
+		// Builds since May 2025 export no KV-cache figure.
+		{"llamacpp_no_kv.txt", saturation.Server{
+			RequestsRunning: ptr(4), RequestsWaiting: ptr(3), RequestsWaitingMax: ptr(3),
+		}},
 		{"dcgm.txt", saturation.Server{
 			GPUUtilization: ptr((0.98 + 0.62) / 2), PowerWatts: ptr(301.5 + 198.5),
 		}},
@@ -140,6 +156,48 @@ func TestNoDoubleCounting(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, s[figKV], 2, "two engines, not four series")
 	assert.Equal(t, 20000.0, s[figPrefixQueries][`engine=0,model_name=Qwen/Qwen2.5-7B-Instruct`])
+}
+
+// TestLlamaCppExposition: llama.cpp's real exposition parses although it
+// declares an average (n_busy_slots_per_decode, 2.17571) a counter; of its
+// eleven unlabelled metrics only processing, deferred and the KV-cache
+// ratio are figures, and its counters (tokens, seconds, decode calls) are
+// not read as preemptions or prefix-cache counts. A level of the two real
+// scrapes: running (0 + 2) / 2 = 1, waiting 0, KV mean (0.00488281 +
+// 0.0681152) / 2, max 0.0681152.
+func TestLlamaCppExposition(t *testing.T) {
+	for _, name := range []string{"llamacpp_b4747_idle.txt", "llamacpp_b4747_12_streams.txt", "llamacpp_no_kv.txt"} {
+		s, err := Parse(strings.NewReader(fixture(t, name)))
+		require.NoError(t, err, name)
+		for f := range s {
+			assert.Contains(t, []figure{figRunning, figWaiting, figKV}, f, "%s: %s", name, figureNames[f])
+			assert.Equal(t, []string{""}, keys(s[f]), "%s: one unlabelled series", name)
+		}
+	}
+	assertServer(t, saturation.Server{
+		RequestsRunning: ptr(1), RequestsWaiting: ptr(0), RequestsWaitingMax: ptr(0),
+		KVCacheUsage: ptr((0.00488281 + 0.0681152) / 2), KVCacheUsageMax: ptr(0.0681152),
+	}, levelOf(t, fixture(t, "llamacpp_b4747_idle.txt"), fixture(t, "llamacpp_b4747_12_streams.txt")))
+}
+
+// levelOf aggregates the payloads as successive scrapes of one endpoint.
+func levelOf(t *testing.T, payloads ...string) saturation.Server {
+	t.Helper()
+	a := NewAggregator()
+	for _, p := range payloads {
+		s, err := Parse(strings.NewReader(p))
+		require.NoError(t, err)
+		a.Add(0, s)
+	}
+	return a.Server()
+}
+
+func keys(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // TestLevelAggregation: several scrapes, several engines, a counter reset.

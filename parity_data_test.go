@@ -1,7 +1,4 @@
-// Package parity reads the vLLM parity datasets of testdata/vllm_parity
-// (written by scripts/vllm_reference.py) and turns them into Records, for
-// the parity test and for internal/cmd/paritydump.
-package parity
+package llmmetrics_test
 
 import (
 	"encoding/json"
@@ -15,9 +12,13 @@ import (
 	"github.com/llmmetrics/llmmetrics"
 )
 
-// Input is one dataset of testdata/vllm_parity (see
+// The vLLM parity datasets of testdata/vllm_parity (written by
+// scripts/vllm_reference.py), read into Records for TestSummarizeVLLMParity
+// and TestParityDumpGolden.
+
+// parityInput is one dataset of testdata/vllm_parity (see
 // scripts/vllm_reference.py for the format).
-type Input struct {
+type parityInput struct {
 	Name        string             `json:"name"`
 	DurationNS  int64              `json:"duration_ns"`
 	Percentiles []float64          `json:"percentiles"`
@@ -32,20 +33,20 @@ type Input struct {
 	} `json:"requests"`
 }
 
-// Inputs returns the paths of the datasets in dir (testdata/vllm_parity),
+// parityInputs returns the paths of the datasets in dir (testdata/vllm_parity),
 // sorted by name.
-func Inputs(dir string) ([]string, error) {
+func parityInputs(dir string) ([]string, error) {
 	return filepath.Glob(filepath.Join(dir, "*.input.json"))
 }
 
-// GoldenPath returns the path of the golden file of the dataset at path.
-func GoldenPath(path string) string {
+// parityGoldenPath returns the path of the golden file of the dataset at path.
+func parityGoldenPath(path string) string {
 	return strings.TrimSuffix(path, ".input.json") + ".golden.json"
 }
 
-// Load reads the dataset at path.
-func Load(path string) (Input, error) {
-	var in Input
+// loadParity reads the dataset at path.
+func loadParity(path string) (parityInput, error) {
+	var in parityInput
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return in, err
@@ -60,7 +61,7 @@ func Load(path string) (Input, error) {
 // recorded the same stream: FirstToken = Start + ttft, one chunk per ITL
 // gap, LastToken = FirstToken + Σ gaps. A failed request ends with an error
 // after a while and no token.
-func (in Input) Records() []llmmetrics.Record {
+func (in parityInput) Records() []llmmetrics.Record {
 	base := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	out := make([]llmmetrics.Record, len(in.Requests))
 	for i, r := range in.Requests {
@@ -87,12 +88,12 @@ func (in Input) Records() []llmmetrics.Record {
 
 // SLO returns the dataset's SLO (TTFT, TPOT and E2EL limits in ms, rounded
 // to the nanosecond).
-func (in Input) SLO() llmmetrics.SLO {
+func (in parityInput) SLO() llmmetrics.SLO {
 	ms := func(k string) time.Duration { return time.Duration(math.Round(in.SLOms[k] * 1e6)) }
 	return llmmetrics.SLO{TTFT: ms("ttft"), TPOT: ms("tpot"), E2EL: ms("e2el")}
 }
 
 // Options returns the SummaryOptions vLLM's figures were computed with.
-func (in Input) Options() llmmetrics.SummaryOptions {
+func (in parityInput) Options() llmmetrics.SummaryOptions {
 	return llmmetrics.SummaryOptions{Duration: time.Duration(in.DurationNS), Percentiles: in.Percentiles, SLO: in.SLO()}
 }

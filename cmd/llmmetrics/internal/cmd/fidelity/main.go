@@ -7,7 +7,7 @@
 //
 // Pin the client to one core and let the server have the other:
 //
-//	taskset -c 0 go run ./cmd/llmmetrics/internal/fidelity -streams 100,500,1000,2000
+//	taskset -c 0 go run ./cmd/llmmetrics/internal/cmd/fidelity -streams 100,500,1000,2000
 //
 // The server child is started with "taskset -c 1". Each rung runs bench
 // with -concurrency N -requests N -warmup N -repeats 1 (one warm-up wave

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// wordServer is a model server whose tokenizer counts words (split at
+// spaces) and whose chat template adds 9 tokens; with tokenize it serves
+// vLLM's /tokenize too, and its /v1/models tells a context of 4,096.
+func wordServer(t *testing.T, tokenize bool) *httptest.Server {
+	words := func(s string) int { return len(strings.Fields(s)) }
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model","max_model_len":4096}]}`)
+	})
+	if tokenize {
+		mux.HandleFunc("POST /tokenize", func(w http.ResponseWriter, r *http.Request) {
+			var req struct{ Prompt string }
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			fmt.Fprintf(w, `{"count":%d,"max_model_len":4096,"tokens":[]}`, words(req.Prompt))
+		})
+	}
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&req))
+		n := 9
+		for _, m := range req.Messages {
+			n += words(m.Content)
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"ok\"},\"finish_reason\":null}]}\n\n")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n")
+		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":1,\"total_tokens\":%d}}\n\n", n, n+1)
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestCalibration: on a server that counts tokens its own way, prompts
+// are sized from its /tokenize (or, without one, from two probes' usage)
+// so that it counts the lengths asked, template included.
+func TestCalibration(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		tokenize bool
+		via      string
+	}{
+		{"tokenize endpoint", true, "/tokenize"},
+		{"usage probes", false, "usage of two probe requests"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := wordServer(t, tc.tokenize)
+			dir := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"-url", srv.URL + "/v1", "-model", "m", "-concurrency", "2", "-requests", "40",
+				"-repeats", "1", "-warmup", "0", "-input-tokens", "uniform:50-2000", "-output-tokens", "1", "-out", dir},
+				env{stdout: &stdout, stderr: &stderr})
+			require.Equal(t, exitOK, code, stderr.String())
+			res := readResults(t, dir)
+			assert.Contains(t, res.Workload.TokenCounting, tc.via)
+			assert.Contains(t, res.Workload.TokenCounting, "9 tokens of template")
+			within := 0
+			recs := readRecords(t, dir)
+			require.Len(t, recs, 40)
+			for _, l := range recs {
+				if withinBound(l.AskedInputTokens, l.Record.InputTokens) {
+					within++
+				}
+			}
+			assert.GreaterOrEqual(t, within, 38, "95 %% within ±2 %% or ±2 tokens")
+			assert.NotContains(t, stderr.String(), "warning: the server counted input lengths")
+			assert.Contains(t, stdout.String(), "token counting: calibrated")
+		})
+	}
+}
+
+// TestContextClamp: lengths drawn past the model's context (from
+// /v1/models) are clamped to it.
+func TestContextClamp(t *testing.T) {
+	srv := wordServer(t, true)
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-url", srv.URL + "/v1", "-model", "m", "-concurrency", "1", "-requests", "3",
+		"-repeats", "1", "-warmup", "0", "-input-tokens", "9000", "-output-tokens", "1", "-out", dir}, env{stdout: &stdout, stderr: &stderr})
+	require.Equal(t, exitOK, code, stderr.String())
+	for _, l := range readRecords(t, dir) {
+		assert.Equal(t, 4096, l.AskedInputTokens)
+		assert.InDelta(t, 4096, l.Record.InputTokens, 2)
+	}
+}
+
+func TestWithinBound(t *testing.T) {
+	for _, tc := range []struct {
+		asked, actual int
+		want          bool
+	}{
+		{10, 12, true}, {10, 13, false}, {10, 8, true}, {10, 7, false}, // ±2 tokens
+		{1000, 1020, true}, {1000, 1021, false}, {1000, 980, true}, {1000, 979, false}, // ±2 %
+	} {
+		t.Run(fmt.Sprint(tc.asked, "→", tc.actual), func(t *testing.T) {
+			assert.Equal(t, tc.want, withinBound(tc.asked, tc.actual))
+		})
+	}
+}

@@ -1,0 +1,291 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/workload"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// reqMeta is what a request asked for, kept beside its Record in
+// records.jsonl.
+type reqMeta struct {
+	askedIn, askedOut int
+	group             int // −1: none
+	session, turn     int
+}
+
+func metaOf(r workload.Request) reqMeta {
+	return reqMeta{askedIn: r.InputTokens, askedOut: r.OutputTokens, group: r.PrefixGroup, session: r.Session, turn: r.Turn}
+}
+
+// repeatRun is one repeat's shared state: request slots (warm-up first),
+// their Records and what each asked for.
+type repeatRun struct {
+	b       *bench
+	warm    int
+	records []llmmetrics.Record
+	metas   []reqMeta
+	timings []reqTiming  // each slot's schedule and lags, in step with metas
+	msgs    []string     // why each failed ("" for an OK one)
+	used    []bool       // the slot's request was sent
+	flight  *inFlight    // requests in flight, for the progress line
+	retries atomic.Int64 // measured requests sent twice (see send)
+	startMu sync.Mutex   // makes taking a session and its slots one step
+	slots   atomic.Int64 // next free slot
+	done    atomic.Int64 // measured requests ended
+	tokens  atomic.Int64 // their output tokens
+	errMu   sync.Mutex
+	err     error // the workload could not give a request
+}
+
+// start takes the workload's next session and reserves a slot for each of
+// its turns (fewer when the repeat fills up), in one step: which sessions
+// a repeat sends, and so the request bodies, do not depend on timing.
+// ok is false when the repeat is full, the trace ended or the workload
+// failed.
+func (r *repeatRun) start() (s *workload.Session, first, count int, ok bool) {
+	r.startMu.Lock()
+	defer r.startMu.Unlock()
+	first = int(r.slots.Load())
+	if first >= len(r.records) {
+		return nil, 0, 0, false
+	}
+	if s = r.nextSession(); s == nil {
+		return nil, 0, 0, false
+	}
+	count = min(s.Len(), len(r.records)-first)
+	r.slots.Add(int64(count))
+	return s, first, count, true
+}
+
+func (r *repeatRun) fail(err error) {
+	r.errMu.Lock()
+	if r.err == nil {
+		r.err = err
+	}
+	r.errMu.Unlock()
+}
+
+// nextSession returns the workload's next session (nil when there is
+// none: the trace ended, or an error was recorded).
+func (r *repeatRun) nextSession() *workload.Session {
+	s, err := r.b.wl.Next()
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			r.fail(err)
+		}
+		return nil
+	}
+	return s
+}
+
+// send sends req in slot i and returns the answer's text when
+// keepText (a session's next turn sends it back).
+func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, keepText bool) string {
+	r.metas[i], r.used[i] = metaOf(req), true
+	k := keepNothing
+	if keepText {
+		k = keepAnswer
+	}
+	body := workload.Body(r.b.o.wl.api, r.b.model, req, r.b.o.wl.ignoreEOS)
+	r.flight.start(i)
+	s := r.b.send(context.WithValue(ctx, timingKey{}, &r.timings[i]), body, &r.records[i], k)
+	r.flight.end(i)
+	if i >= r.warm {
+		r.tokens.Add(int64(r.records[i].OutputTokens))
+		r.done.Add(1)
+		if s.retried {
+			r.retries.Add(1)
+		}
+	}
+	if r.records[i].Outcome != llmmetrics.OutcomeOK {
+		r.msgs[i] = s.msg
+		return ""
+	}
+	return s.answer
+}
+
+// session sends s's first count turns in the slots from first, the first
+// scheduled at due, each next one the think time after the previous
+// answer's end. It returns when the last request sent ended (due when
+// none was): a closed-loop client's next request is due then.
+func (r *repeatRun) session(ctx context.Context, s *workload.Session, first, count int, due time.Time) time.Time {
+	multi := s.Len() > 1
+	for turn := 0; turn < count && ctx.Err() == nil; turn++ {
+		if turn > 0 {
+			due = due.Add(s.ThinkTime())
+			if !sleep(ctx, time.Until(due)) {
+				return due
+			}
+		}
+		req, ok := s.Next()
+		if !ok {
+			return due // a failed turn ended the session
+		}
+		i := first + turn
+		r.timings[i].scheduled = due
+		text := r.send(ctx, i, req, multi)
+		due = cmp.Or(r.records[i].End, time.Now())
+		if multi {
+			s.Answer(text)
+		}
+	}
+	return due
+}
+
+// sleep waits d or until ctx ends; false if ctx ended.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// runRepeat runs one repeat of a level: the warm-up requests, then the
+// measured ones. Requests are built from the workload as they are sent.
+func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeatResult, error) {
+	warm, n := b.warmups(load), b.requests(load)
+	total := warm + n
+	r := &repeatRun{b: b, warm: warm, records: make([]llmmetrics.Record, total), metas: make([]reqMeta, total),
+		timings: make([]reqTiming, total), msgs: make([]string, total), used: make([]bool, total), flight: newInFlight(total)}
+	stop := b.prog.watch(b.o.mode, load, repeat, n, &r.done, &r.tokens, r.flight)
+	defer stop()
+	var wg sync.WaitGroup
+	switch b.o.mode {
+	case ModeReplay:
+		b.replay(ctx, r, &wg)
+	case ModeRate:
+		rng := rand.New(rand.NewPCG(b.o.seed, uint64(load*1000)<<8|uint64(repeat)))
+		gaps := distuv.Gamma{Alpha: b.o.burstiness, Beta: b.o.burstiness * load, Src: rng}
+		next := time.Now()
+		for k := 0; ; k++ {
+			if k > 0 {
+				next = next.Add(time.Duration(gaps.Rand() * float64(time.Second)))
+			}
+			if sleepUntil(ctx, next) != nil {
+				break
+			}
+			s, first, count, ok := r.start()
+			if !ok {
+				break
+			}
+			due := next
+			wg.Go(func() { r.session(ctx, s, first, count, due) })
+		}
+	default:
+		began := time.Now()
+		for range int(load) {
+			wg.Go(func() {
+				due := began // a client's next request is due when its previous one ends
+				for ctx.Err() == nil {
+					s, first, count, ok := r.start()
+					if !ok {
+						return
+					}
+					due = r.session(ctx, s, first, count, due)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return repeatResult{}, err
+	}
+	if r.err != nil {
+		return repeatResult{}, r.err
+	}
+	// Keep the slots whose request was sent: a trace may end first, a
+	// failed turn ends its session before its reserved slots.
+	rep := repeatResult{retries: int(r.retries.Load())}
+	for i := warm; i < total; i++ {
+		if r.used[i] {
+			rep.records, rep.metas, rep.msgs = append(rep.records, r.records[i]), append(rep.metas, r.metas[i]), append(rep.msgs, r.msgs[i])
+			rep.timings = append(rep.timings, r.timings[i])
+		}
+	}
+	return rep, nil
+}
+
+// replay sends the trace's requests open-loop: each built, then sent at
+// the run's start plus its arrival time.
+func (b *bench) replay(ctx context.Context, r *repeatRun, wg *sync.WaitGroup) {
+	start := time.Now()
+	for ctx.Err() == nil {
+		s, i, _, ok := r.start()
+		if !ok {
+			return
+		}
+		req, _ := s.Next()
+		at := start.Add(req.Arrival)
+		r.timings[i].scheduled = at
+		if sleepUntil(ctx, at) != nil {
+			return
+		}
+		wg.Go(func() { r.send(ctx, i, req, false) })
+	}
+}
+
+// setHeaders sets the content type and the API key in the header each API
+// reads it from.
+func (b *bench) setHeaders(req *http.Request) {
+	req.Header.Set("Content-Type", "application/json")
+	if b.o.wl.api == "ollama" {
+		req.Header.Set("Accept", "application/x-ndjson")
+	} else {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	if b.o.wl.api == "anthropic" {
+		req.Header.Set("anthropic-version", "2023-06-01")
+	}
+	if b.apiKey == "" {
+		return
+	}
+	switch b.o.wl.api {
+	case "anthropic":
+		req.Header.Set("x-api-key", b.apiKey)
+	case "gemini":
+		req.Header.Set("x-goog-api-key", b.apiKey)
+	default:
+		req.Header.Set("Authorization", "Bearer "+b.apiKey)
+	}
+}
+
+// apiURL returns the endpoint of the -api on the base URL: the fake
+// server's root gets each API's version prefix.
+func apiURL(base, api, model string, fake bool) string {
+	base = trimSlash(base)
+	if fake {
+		switch api {
+		case "gemini":
+			base += "/v1beta"
+		case "ollama":
+		default:
+			base += "/v1"
+		}
+	}
+	return base + workload.Path(api, model)
+}
+
+func trimSlash(s string) string {
+	for len(s) > 0 && s[len(s)-1] == '/' {
+		s = s[:len(s)-1]
+	}
+	return s
+}

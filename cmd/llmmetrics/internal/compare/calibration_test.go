@@ -1,0 +1,126 @@
+package compare
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// The calibration of the latency verdicts, measured on seeded synthetic
+// data: TTFT-like values drawn from a log-normal distribution (median
+// 100 ms, σ = 0.25 in log space: p99 is 1.79 × the median).
+//
+// The power at p99 is bounded by the data, whatever the method: the
+// standard error of a sample quantile is √(p(1−p)/n) / f(q), which for a
+// log-normal is σ·√(p(1−p)/n) / φ(z_p) relative to the quantile: 2.1 % at
+// σ = 0.25 and n = 2,000, so a +10 % shift is 3.4 standard errors of the
+// difference (power ≈ 90 %); at σ = 0.5 it is 1.7 (power ≈ 40 %).
+const sigma = 0.25
+
+// calibrationStats are the statistics whose verdicts are counted.
+var calibrationStats = []stat{{p: 50}, {p: 90}, {p: 99}}
+
+// calibrationResamples keeps the 400 trials fast under the race detector;
+// the command's default (DefaultResamples) only makes the interval ends
+// steadier.
+const calibrationResamples = 1000
+
+// lognormal returns n sorted draws of exp(N(ln 100, 0.5²)) × scale.
+func lognormal(rng *rand.Rand, n int, scale float64) []float64 {
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = scale * math.Exp(math.Log(100)+sigma*rng.NormFloat64())
+	}
+	slices.Sort(xs)
+	return xs
+}
+
+// verdictCounts runs trials comparisons of two samples of n values (the
+// second scaled by shift) and counts, per -min-change of minChanges and
+// per statistic, the trials whose verdict was want. The trials run in
+// parallel, each with its own seed.
+func verdictCounts(trials, n int, stats []stat, resamples int, shift float64, minChanges []float64, want string) [][]int {
+	counts := make([][]int, len(minChanges))
+	for i := range counts {
+		counts[i] = make([]int, len(stats))
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for trial := range next {
+				rng := rand.New(rand.NewPCG(uint64(trial), 7))
+				xb := lognormal(rng, n, 1)
+				xn := lognormal(rng, n, shift)
+				s := settings{resamples: resamples, seed: uint64(trial)}
+				rs := compareIID("ttft", xb, xn, stats, s, rng)
+				mu.Lock()
+				for i, m := range minChanges {
+					for j, r := range rs {
+						r.judge(m)
+						if r.Verdict == want {
+							counts[i][j]++
+						}
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for t := range trials {
+		next <- t
+	}
+	close(next)
+	wg.Wait()
+	return counts
+}
+
+// TestCalibrationAA: two samples of one distribution, 1,000 requests
+// each, are called a regression in at most 5 % of 400 trials, for every
+// statistic, with the default -min-change and with none (the interval
+// alone: a two-sided 95 % interval calls a one-sided regression in 2.5 %
+// of trials when it is exact).
+func TestCalibrationAA(t *testing.T) {
+	const trials = 400
+	minChanges := []float64{DefaultMinChange, 0}
+	counts := verdictCounts(trials, 1000, calibrationStats, calibrationResamples, 1, minChanges, Regression)
+	for i, m := range minChanges {
+		for j, st := range calibrationStats {
+			rate := float64(counts[i][j]) / trials
+			t.Logf("min-change %g%%, %s: false regressions %d of %d (%.1f%%)", 100*m, statName(st), counts[i][j], trials, 100*rate)
+			assert.LessOrEqual(t, rate, 0.05, "min-change %g, %s", m, statName(st))
+		}
+	}
+}
+
+// TestCalibrationPower: a true +10 % shift of every quantile (the new
+// sample is the old distribution × 1.1), 2,000 requests each, is found
+// (verdict regression) in at least 80 % of trials at p99.
+func TestCalibrationPower(t *testing.T) {
+	const trials = 200
+	counts := verdictCounts(trials, 2000, calibrationStats, calibrationResamples, 1.10, []float64{DefaultMinChange}, Regression)[0]
+	for j, st := range calibrationStats {
+		t.Logf("%s: +10%% found in %d of %d trials (%.1f%%)", statName(st), counts[j], trials, 100*float64(counts[j])/trials)
+	}
+	assert.GreaterOrEqual(t, float64(counts[2])/trials, 0.80, "p99")
+}
+
+// TestCalibrationMean: the same A/A and +10 % checks for the mean, whose
+// bootstrap costs n draws a resample, so fewer trials and resamples.
+func TestCalibrationMean(t *testing.T) {
+	const trials, resamples = 200, 400
+	mean := []stat{{mean: true}}
+	aa := verdictCounts(trials, 1000, mean, resamples, 1, []float64{DefaultMinChange, 0}, Regression)
+	t.Logf("mean: false regressions %d (min-change 5%%) and %d (min-change 0) of %d", aa[0][0], aa[1][0], trials)
+	assert.LessOrEqual(t, float64(aa[1][0])/trials, 0.05)
+	const powerTrials = 50
+	found := verdictCounts(powerTrials, 2000, mean, resamples, 1.10, []float64{DefaultMinChange}, Regression)[0][0]
+	t.Logf("mean: +10%% found in %d of %d trials", found, powerTrials)
+	assert.GreaterOrEqual(t, float64(found)/powerTrials, 0.80)
+}

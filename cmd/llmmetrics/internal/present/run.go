@@ -1,0 +1,137 @@
+package present
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
+)
+
+// RunPage returns the report page of one run read from files ("llmmetrics
+// report -html"): its summary table, the CDFs of ttft and itl (every
+// completed request's TTFT, every gap; nil: no chart), and notes.
+func RunPage(title, command string, s llmmetrics.Summary, ttft, itl []time.Duration, notes []string) Page {
+	return Page{
+		Title:   title,
+		Command: command,
+		Notes:   notes,
+		Tables:  []Table{countsTable(s), latencyTable(s)},
+		Runs:    []Run{{Name: "run", TTFT: ttft, ITL: itl}},
+	}
+}
+
+// BenchReport is what a bench run's report page shows.
+type BenchReport struct {
+	// Command is the command line of the run.
+	Command string
+	// LoadUnit names the load ("concurrent requests", "requests/s").
+	LoadUnit string
+	// Levels are the measured levels, in increasing load.
+	Levels []Level
+	// TTFT and ITL are the samples of the CDF charts (e.g. of every
+	// measured request; nil: no chart), CDFLabel says which.
+	TTFT, ITL []time.Duration
+	CDFLabel  string
+	// Findings are the verdict lines: saturation point and why, best
+	// goodput, highest load meeting the SLO.
+	Findings []string
+	// Workload describes what was sent, as name–value pairs.
+	Workload [][2]string
+}
+
+// BenchPage returns the report page (report.html) of a bench run: the
+// findings, a table of the levels, the CDFs, throughput and p99 TTFT
+// against load, the server's KV cache and queue, the workload and the
+// command line.
+func BenchPage(b BenchReport) Page {
+	p := Page{
+		Title:   "llmmetrics bench",
+		Command: b.Command,
+		Runs:    []Run{{Name: b.CDFLabel, TTFT: b.TTFT, ITL: b.ITL, Levels: b.Levels, LoadUnit: b.LoadUnit, Workload: b.Workload}},
+	}
+	if p.Runs[0].Name == "" {
+		p.Runs[0].Name = "run"
+	}
+	if len(b.Findings) > 0 {
+		p.Verdict = &Verdict{Headline: b.Findings[0], Reasons: b.Findings[1:]}
+	}
+	t := Table{Caption: "Levels (" + b.LoadUnit + ")", Header: []string{"load", "requests/s", "output tok/s", "TTFT p50 ms", "TTFT p99 ms",
+		"TPOT p50 ms", "ITL p99 ms", "E2EL p99 ms", "attainment", "failed", "KV cache", "waiting"}}
+	for _, l := range b.Levels {
+		s := l.Summary
+		kv, wait := "-", "-"
+		if l.Server != nil && l.Server.KVCacheUsage != nil {
+			kv = fmt.Sprintf("%.0f%%", 100**l.Server.KVCacheUsage)
+		}
+		if l.Server != nil && l.Server.RequestsWaiting != nil {
+			wait = fmt.Sprintf("%.1f", *l.Server.RequestsWaiting)
+		}
+		t.Rows = append(t.Rows, Row{Cells: []string{fmt.Sprintf("%g", l.Load), fmt.Sprintf("%.2f", s.RequestThroughput), fmt.Sprintf("%.0f", s.OutputThroughput),
+			msAt(s.TTFT, 50), msAt(s.TTFT, 99), msAt(s.TPOT, 50), msAt(s.ITL, 99), msAt(s.E2EL, 99),
+			fmt.Sprintf("%.1f%%", 100*s.Goodput.Attainment), fmt.Sprint(s.Failed + s.Canceled), kv, wait}})
+	}
+	p.Tables = []Table{t}
+	return p
+}
+
+// countsTable is a run's counts, throughput and goodput.
+func countsTable(s llmmetrics.Summary) Table {
+	t := Table{Caption: "Run", Header: []string{"figure", "value"}}
+	add := func(k, v string) { t.Rows = append(t.Rows, Row{Cells: []string{k, v}}) }
+	add("requests", fmt.Sprintf("%d (%d ok, %d failed, %d canceled)", s.Requests, s.Completed, s.Failed, s.Canceled))
+	add("duration", s.Duration.Round(time.Millisecond).String())
+	add("request throughput", fmt.Sprintf("%.2f requests/s", s.RequestThroughput))
+	add("output throughput", fmt.Sprintf("%.1f tokens/s", s.OutputThroughput))
+	add("total token throughput", fmt.Sprintf("%.1f tokens/s", s.TotalTokenThroughput))
+	add("tokens", fmt.Sprintf("%d input (%d cached), %d output", s.InputTokens, s.CachedInputTokens, s.OutputTokens))
+	if !s.SLO.IsZero() {
+		add("SLO", s.SLO.String())
+		add("goodput", fmt.Sprintf("%.2f requests/s, %.1f tokens/s", s.Goodput.RequestsPerSecond, s.Goodput.TokensPerSecond))
+		add("SLO attainment", fmt.Sprintf("%.2f%% (%d of %d requests)", 100*s.Goodput.Attainment, s.Goodput.Good, s.Requests))
+	}
+	return t
+}
+
+// latencyTable is a run's latency distributions, in ms.
+func latencyTable(s llmmetrics.Summary) Table {
+	t := Table{Caption: "Latency (ms)", Header: []string{"", "count", "mean", "p50", "p90", "p95", "p99", "max"}}
+	for _, row := range []struct {
+		name string
+		d    llmmetrics.Distribution
+	}{{"TTFT", s.TTFT}, {"TTFO", s.TTFO}, {"TPOT", s.TPOT}, {"ITL", s.ITL}, {"E2EL", s.E2EL}} {
+		d := row.d
+		cells := []string{row.name, fmt.Sprint(d.Count)}
+		if d.Count == 0 {
+			cells = append(cells, "-", "-", "-", "-", "-", "-")
+		} else {
+			cells = append(cells, ms(d.Mean), msAt(d, 50), msAt(d, 90), msAt(d, 95), msAt(d, 99), ms(d.Max))
+		}
+		t.Rows = append(t.Rows, Row{Cells: cells})
+	}
+	return t
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond)) }
+
+// msAt formats percentile p of d ("-": empty or not computed).
+func msAt(d llmmetrics.Distribution, p float64) string {
+	v, ok := d.Percentile(p)
+	if !ok {
+		return "-"
+	}
+	return ms(v)
+}
+
+// CommandLine joins args as a shell reads them back, quoting those that
+// need it.
+func CommandLine(args []string) string {
+	parts := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n'\"$\\*?;&|<>()`#~{}[]") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		parts[i] = a
+	}
+	return strings.Join(parts, " ")
+}
