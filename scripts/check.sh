@@ -68,6 +68,19 @@ static() {
   step "the root package's exported API (the count test, where it exists)"
   go test -count=1 -run '^TestAPI' .
 
+  step "the command's copy of internal/jsonscan is the library's, but for its import path and package doc"
+  # The command depends on the library's public API only, so it keeps its own
+  # copy of this internal package; a fix to one must reach the other.
+  local f
+  for f in internal/jsonscan/*.go; do
+    [ "$(basename "$f")" = doc.go ] && continue
+    sed 's#llmmetrics/cmd/llmmetrics/internal/jsonscan#llmmetrics/internal/jsonscan#' "cmd/llmmetrics/$f" | cmp -s - "$f" ||
+      fail "cmd/llmmetrics/$f differs from $f: keep the two copies in step"
+  done
+  for f in cmd/llmmetrics/internal/jsonscan/*.go; do
+    [ -f "${f#cmd/llmmetrics/}" ] || fail "$f has no counterpart in internal/jsonscan"
+  done
+
   step "every relative link in the Markdown files resolves"
   python3 scripts/check_links.py
 
