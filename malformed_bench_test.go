@@ -63,7 +63,7 @@ func BenchmarkMalformedFrames(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			reports := 0
 			handleOtel(b, func(error) { reports++ })
-			tr, err := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithWindow(0, 0))
+			tr, err := NewTracker(WithMeterProvider(benchProvider(b)), WithAttributes(staticAttrs...), WithoutWindow())
 			require.NoError(b, err)
 			buf := make([]byte, 4096)
 			b.ReportAllocs()
