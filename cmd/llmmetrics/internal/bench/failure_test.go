@@ -390,3 +390,48 @@ func TestExcerpt(t *testing.T) {
 		httpError(501, []byte("<html><head><title>Error response</title></head><body><p>Message: Unsupported method ('POST').</p></body></html>")), "an HTML error page")
 	assert.Equal(t, "HTTP 500: a < b", httpError(500, []byte("a < b")), "not HTML")
 }
+
+// TestFailuresSayWhy: failures mid-run are counted by error_type per level,
+// named in the findings, and records.jsonl keeps a short message beside
+// each one's error_type.
+func TestFailuresSayWhy(t *testing.T) {
+	var n atomic.Int64
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if n.Add(1)%3 == 0 { // requests 3 and 6: the preflight is 1
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":{"message":"Rate limit reached","type":"rate_limit_error"}}`)
+			return
+		}
+		streamAnswer(w, 4)
+	}))
+	t.Cleanup(s.Close)
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-url", s.URL + "/v1", "-model", "m", "-concurrency", "1", "-requests", "6",
+		"-warmup", "0", "-repeats", "1", "-out", dir}, realEnv(t, &stdout, &stderr))
+	require.Equal(t, exitOK, code, "stderr: %s", stderr.String())
+	res := readResults(t, dir)
+	require.Len(t, res.Levels, 1)
+	l := res.Levels[0]
+	assert.Equal(t, map[string]int{"429": 2}, l.Failures)
+	assert.Equal(t, "HTTP 429: Rate limit reached", l.FirstError)
+	assert.Equal(t, 4, l.Summary.Completed)
+	assert.Contains(t, stdout.String(), "Failed at 1 concurrent requests: 33.3% of requests (2 429), above the 5% a trusted level allows; first: HTTP 429: Rate limit reached.")
+	assert.Contains(t, stderr.String(), "6 requests (2 failed: 2 429)")
+	var failed int
+	for i, line := range readRecords(t, dir) {
+		if i == 1 || i == 4 {
+			failed++
+			assert.Equal(t, llmmetrics.OutcomeError, line.Record.Outcome)
+			assert.Equal(t, "429", line.Record.ErrorType)
+			assert.Equal(t, "HTTP 429: Rate limit reached", line.Error)
+			continue
+		}
+		assert.Equal(t, llmmetrics.OutcomeOK, line.Record.Outcome, "line %d", i)
+		assert.Empty(t, line.Error)
+		assert.Empty(t, line.Record.ErrorType)
+	}
+	assert.Equal(t, 2, failed)
+}
