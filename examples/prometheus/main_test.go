@@ -8,10 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"testing"
@@ -19,6 +17,7 @@ import (
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/examples/internal/promtest"
 	"github.com/llmmetrics/llmmetrics/llmmetricstest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -128,11 +127,6 @@ func serve(t *testing.T, h http.Handler) string {
 	return ln.Addr().String()
 }
 
-// listeningOn finds the address Prometheus logs once it listens
-// ("Listening on" address=127.0.0.1:41234), both in go-kit's logfmt (2.x)
-// and slog's (3.x).
-var listeningOn = regexp.MustCompile(`msg="Listening on" address=(\S+)`)
-
 func lookPrometheus(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("prometheus")
@@ -160,7 +154,6 @@ type promAPI struct {
 // the jobs every 500 ms, and returns its API.
 func startPrometheus(t *testing.T, bin string, c promConfig) promAPI {
 	t.Helper()
-	dir := t.TempDir()
 	cfg := "global:\n  scrape_interval: 500ms\n  evaluation_interval: 500ms\nscrape_configs:\n"
 	for _, job := range slices.Sorted(maps.Keys(c.jobs)) {
 		cfg += fmt.Sprintf("  - job_name: %q\n    static_configs:\n      - targets: [%q]\n", job, c.jobs[job])
@@ -169,51 +162,8 @@ func startPrometheus(t *testing.T, bin string, c promConfig) promAPI {
 	for _, r := range c.rules {
 		cfg += fmt.Sprintf("  - %q\n", mustAbs(t, r))
 	}
-	cfgPath := filepath.Join(dir, "prometheus.yml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o644))
-	ctx, cancel := context.WithCancel(context.Background())
-	// Prometheus listens on a port the kernel picks (":0") and logs it, so
-	// no other process can take the port between a probe and its listen.
-	cmd := exec.CommandContext(ctx, bin, append([]string{
-		"--config.file=" + cfgPath,
-		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
-		"--web.listen-address=127.0.0.1:0",
-		"--log.level=info"}, c.flags...)...)
-	logPath := filepath.Join(dir, "prometheus.log")
-	logFile, err := os.Create(logPath)
-	require.NoError(t, err)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	require.NoError(t, cmd.Start())
-	tr := &http.Transport{}
-	t.Cleanup(func() {
-		tr.CloseIdleConnections()
-		cancel()
-		_ = cmd.Wait()
-		_ = logFile.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logPath)
-			t.Logf("prometheus log:\n%s", b)
-		}
-	})
-	var addr string
-	require.Eventually(t, func() bool {
-		b, _ := os.ReadFile(logPath)
-		if m := listeningOn.FindSubmatch(b); m != nil {
-			addr = string(m[1])
-			return true
-		}
-		return false
-	}, 30*time.Second, 50*time.Millisecond, "Prometheus did not log its address")
-	api := promAPI{url: "http://" + addr, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
-	require.Eventually(t, func() bool {
-		resp, err := api.hc.Get(api.url + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 100*time.Millisecond, "Prometheus did not become ready")
-	return api
+	url, hc := promtest.Start(t, bin, cfg, c.flags...)
+	return promAPI{url: url, hc: hc}
 }
 
 func mustAbs(t *testing.T, p string) string {
