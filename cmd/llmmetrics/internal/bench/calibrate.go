@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
@@ -37,35 +38,137 @@ const probeTimeout = 5 * time.Second
 // counts ⌈characters/4⌉; a real one is asked with its /tokenize endpoint
 // (vLLM, llama.cpp) where it has one, then two probe requests' usage give
 // the template overhead (and, without /tokenize, the characters per
-// token).
-func (b *bench) calibrate(ctx context.Context) calibration {
+// token). When the workload's prompts are filler text (filler), each
+// filler word's count is then learnt too (countWords), so that prompts
+// are built to the exact length.
+func (b *bench) calibrate(ctx context.Context, filler bool) calibration {
 	if b.fake != nil {
 		return calibration{text: workload.Text{CharsPerToken: 4}, how: "the fake server's ⌈characters/4⌉"}
 	}
+	c, tokenize, ok := b.calibrateChars(ctx)
+	if filler && ok {
+		b.countWords(ctx, &c, tokenize)
+	}
+	return c
+}
+
+// calibrateChars finds one characters-per-token figure and the template
+// overhead from two probe texts; tokenize reports that the server serves
+// /tokenize, ok that it counts tokens at all.
+func (b *bench) calibrateChars(ctx context.Context) (c calibration, tokenize, ok bool) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	c := calibration{text: workload.Text{CharsPerToken: 4}}
+	c = calibration{text: workload.Text{CharsPerToken: 4}}
 	c.context = b.modelContext(ctx)
 	words := workload.Text{CharsPerToken: 1}
 	rng := rand.New(rand.NewPCG(0x70726f6265, 1)) // the probes' own text, not the workload's
 	short, long := words.Words(rng, probeShort), words.Words(rng, probeLong)
 	tokShort, tokLong, via := b.tokenize(ctx, short), b.tokenize(ctx, long), "/tokenize"
+	tokenize = tokShort > 0 && tokLong > tokShort
 	usShort, usLong := b.probeUsage(ctx, short), b.probeUsage(ctx, long)
-	if tokShort <= 0 || tokLong <= tokShort {
+	if !tokenize {
 		// Both usages count the template once: their difference is the
 		// text's alone.
 		tokShort, tokLong, via = usShort, usLong, "usage of two probe requests"
 	}
 	if tokShort <= 0 || tokLong <= tokShort {
 		c.how = "assumed 4 characters a token (no /tokenize and no usage from the server)"
-		return c
+		return c, false, false
 	}
 	c.text.CharsPerToken = float64(probeLong-probeShort) / float64(tokLong-tokShort)
 	if usShort > 0 {
 		c.overhead = max(0, usShort-int(math.Round(probeShort/c.text.CharsPerToken)))
 	}
 	c.how = fmt.Sprintf("calibrated from the server's %s: %.2f characters a token, %d tokens of template", via, c.text.CharsPerToken, c.overhead)
-	return c
+	return c, tokenize, true
+}
+
+// checkTokens is the length of the prompt that checks the per-word counts.
+const checkTokens = 300
+
+// probeWorkers is how many word probes are in flight at once.
+const probeWorkers = 4
+
+// countWords learns what the server counts for each filler word after a
+// space: the count of an anchor word alone and of the anchor followed by
+// each word (from /tokenize, else from a probe request's usage); their
+// difference is the word's count. The anchor's request gives the
+// template's overhead. A prompt of checkTokens filler tokens must then be
+// counted as predicted (within ±2 % or ±2 tokens), else c keeps its one
+// characters-per-token figure and says why.
+func (b *bench) countWords(ctx context.Context, c *calibration, tokenize bool) {
+	count, via := b.probeUsage, "usage of probe requests (max tokens 1)"
+	if tokenize {
+		count, via = b.tokenize, "/tokenize"
+	}
+	words := workload.FillerWords()
+	anchor := words[0]
+	counts := make([]int, len(words))
+	var base, usage int
+	probes := len(words) + 1
+	if tokenize {
+		probes++ // the anchor's request, for the template
+	}
+	parallel(probes, probeWorkers, func(i int) {
+		switch {
+		case i < len(words):
+			counts[i] = count(ctx, anchor+" "+words[i])
+		case i == len(words):
+			base = count(ctx, anchor)
+		default:
+			usage = b.probeUsage(ctx, anchor)
+		}
+	})
+	if !tokenize {
+		usage = base
+	}
+	for i := range counts {
+		counts[i] -= base // a failed probe's count goes negative: CountedText says so
+	}
+	var keep string
+	if base <= 0 || usage <= 0 {
+		keep = "the server did not count the anchor word"
+	}
+	if keep == "" {
+		text, err := workload.CountedText(c.text.CharsPerToken, counts)
+		if err != nil {
+			keep = err.Error()
+		} else {
+			overhead := usage - counts[0] // the anchor counts as after a space
+			rng := rand.New(rand.NewPCG(0x636865636b, 1))
+			check := text.Words(rng, checkTokens)
+			want, got := text.Count(check)+overhead, b.probeUsage(ctx, check)
+			if withinBound(want, got) {
+				c.text, c.overhead = text, max(0, overhead)
+				c.how = fmt.Sprintf("calibrated per filler word from the server's %s: %d words, %d tokens of template; a check prompt of %d tokens counted %d (other text: %.2f characters a token)",
+					via, len(words), c.overhead, want, got, c.text.CharsPerToken)
+				return
+			}
+			keep = fmt.Sprintf("a check prompt of %d tokens counted %d", want, got)
+		}
+	}
+	c.how += fmt.Sprintf(" (per-word counts unusable: %s)", keep)
+}
+
+// parallel calls f(0) … f(n−1) on up to workers goroutines and returns
+// when all are done.
+func parallel(n, workers int, f func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // rootURL is the server's root: the -url without its API version.

@@ -14,11 +14,30 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Token counts of the test servers: one token a word (split at spaces);
+// one a word plus one for each of its vowels (words of the same length
+// count differently); ⌈characters/4⌉ (tokens cross the spaces).
+func countWords(s string) int { return len(strings.Fields(s)) }
+
+func countVowels(s string) int {
+	n := 0
+	for _, w := range strings.Fields(s) {
+		n += 1 + strings.Count(w, "a") + strings.Count(w, "e") + strings.Count(w, "i") + strings.Count(w, "o") + strings.Count(w, "u")
+	}
+	return n
+}
+
+func countQuarters(s string) int { return (len(s) + 3) / 4 }
+
 // wordServer is a model server whose tokenizer counts words (split at
 // spaces) and whose chat template adds 9 tokens; with tokenize it serves
 // vLLM's /tokenize too, and its /v1/models tells a context of 4,096.
 func wordServer(t *testing.T, tokenize bool) *httptest.Server {
-	words := func(s string) int { return len(strings.Fields(s)) }
+	return countServer(t, tokenize, countWords)
+}
+
+// countServer is wordServer with another token count.
+func countServer(t *testing.T, tokenize bool, words func(string) int) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model","max_model_len":4096}]}`)
@@ -51,19 +70,26 @@ func wordServer(t *testing.T, tokenize bool) *httptest.Server {
 }
 
 // TestCalibration: on a server that counts tokens its own way, prompts
-// are sized from its /tokenize (or, without one, from two probes' usage)
-// so that it counts the lengths asked, template included.
+// are sized from its /tokenize (or, without one, from probe requests'
+// usage) so that it counts the lengths asked, template included: exactly
+// where each word counts the same wherever it is, by one characters-per-
+// token figure (within ±2 % or ±2 tokens) where tokens cross words.
 func TestCalibration(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		tokenize bool
+		count    func(string) int
 		via      string
+		exact    bool
 	}{
-		{"tokenize endpoint", true, "/tokenize"},
-		{"usage probes", false, "usage of two probe requests"},
+		{"tokenize endpoint", true, countWords, "per filler word from the server's /tokenize", true},
+		{"usage probes", false, countWords, "per filler word from the server's usage of probe requests", true},
+		{"words of different counts", false, countVowels, "per filler word from the server's usage of probe requests", true},
+		{"words of different counts, tokenize endpoint", true, countVowels, "per filler word from the server's /tokenize", true},
+		{"tokens across words", false, countQuarters, "per-word counts unusable: a check prompt of", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := wordServer(t, tc.tokenize)
+			srv := countServer(t, tc.tokenize, tc.count)
 			dir := t.TempDir()
 			var stdout, stderr bytes.Buffer
 			code := run(context.Background(), []string{"-url", srv.URL + "/v1", "-model", "m", "-concurrency", "2", "-requests", "40",
@@ -76,9 +102,12 @@ func TestCalibration(t *testing.T) {
 			within := 0
 			recs := readRecords(t, dir)
 			require.Len(t, recs, 40)
-			for _, l := range recs {
+			for i, l := range recs {
 				if withinBound(l.AskedInputTokens, l.Record.InputTokens) {
 					within++
+				}
+				if tc.exact {
+					assert.Equal(t, l.AskedInputTokens, l.Record.InputTokens, "record %d", i)
 				}
 			}
 			assert.GreaterOrEqual(t, within, 38, "95 %% within ±2 %% or ±2 tokens")

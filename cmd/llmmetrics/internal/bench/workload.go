@@ -210,7 +210,7 @@ func (b *bench) openWorkload(ctx context.Context) error {
 		return nil
 	}
 	cfg := b.o.wl.config(b.o.seed)
-	cal := b.calibrate(ctx)
+	cal := b.calibrate(ctx, cfg.Dataset == "" || cfg.PrefixTokens > 0)
 	cfg.Text, cfg.Overhead, cfg.Context = cal.text, cal.overhead, cal.context
 	b.counting = cal.how
 	wl, err := workload.Open(cfg)

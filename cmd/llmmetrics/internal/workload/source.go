@@ -254,6 +254,9 @@ func (t *traceSource) next(w *Workload) (*Session, error) {
 // alone.
 func (w *Workload) tracePrompt(t traceLine, line int) string {
 	tx := w.cfg.Text
+	if tx.counted != nil {
+		return w.tracePromptCounted(t, line)
+	}
 	total := tx.chars(*t.InputLength)
 	block := tx.chars(BlockTokens)
 	var b strings.Builder
@@ -269,6 +272,28 @@ func (w *Workload) tracePrompt(t traceLine, line int) string {
 		b.WriteString(tx.Words(seeded(w.cfg.Seed, kindMain, uint64(line)<<1|1), tx.Tokens(total-b.Len())))
 	}
 	return b.String()[:total]
+}
+
+// tracePromptCounted is tracePrompt for a counted Text: the blocks'
+// words count BlockTokens each (the last one fewer, when input_length
+// ends in it: the words its full text starts with, but for the last few
+// tokens), separated by spaces.
+func (w *Workload) tracePromptCounted(t traceLine, line int) string {
+	tx := w.cfg.Text
+	left := *t.InputLength
+	parts := make([]string, 0, len(t.HashIDs)+1)
+	for _, id := range t.HashIDs {
+		if left <= 0 {
+			break
+		}
+		p := tx.Words(seeded(w.cfg.Seed, kindBlock, id), min(BlockTokens, left))
+		parts = append(parts, p)
+		left -= tx.Count(p)
+	}
+	if left > 0 {
+		parts = append(parts, tx.Words(seeded(w.cfg.Seed, kindMain, uint64(line)<<1|1), left))
+	}
+	return strings.Join(parts, " ")
 }
 
 func (t *traceSource) close() {

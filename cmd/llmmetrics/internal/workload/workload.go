@@ -270,12 +270,13 @@ func (s *Session) Next() (Request, bool) {
 	msgs := make([]Message, 0, len(s.history)+1)
 	msgs = append(append(msgs, s.history...), Message{Role: "user", Content: t.prompt})
 	s.history = append(s.history, Message{Role: "user", Content: t.prompt})
-	chars := len(s.system)
+	texts := make([]string, 0, len(msgs)+1)
+	texts = append(texts, s.system)
 	for _, m := range msgs {
-		chars += len(m.Content)
+		texts = append(texts, m.Content)
 	}
 	return Request{
-		System: s.system, Messages: msgs, InputTokens: s.w.cfg.Text.Tokens(chars) + s.w.cfg.Overhead,
+		System: s.system, Messages: msgs, InputTokens: s.w.cfg.Text.Count(texts...) + s.w.cfg.Overhead,
 		OutputTokens: t.output, PrefixGroup: s.group, Session: s.id, Turn: s.sent,
 		Arrival: s.arrival, Origin: s.origin,
 	}, true
