@@ -92,20 +92,25 @@ func (c *wordCounts) buildTail() {
 	}
 }
 
-// words returns words, drawn from rng, that count n tokens (fewer only
-// when no sum of counts makes n).
+// words returns words, drawn from rng, that count n tokens: fewer when
+// no sum of counts makes n, one word (the shortest) when n is under every
+// word's count, "" for n ≤ 0.
 func (c *wordCounts) words(rng *rand.Rand, n int) string {
 	var b strings.Builder
 	for left := n; left > 0; {
-		i := 0
+		var i int
 		if left >= len(c.tail) {
 			i = rng.IntN(len(vocabulary))
 		} else {
 			cand := c.tail[left]
-			if len(cand) == 0 {
-				break
+			switch {
+			case len(cand) > 0:
+				i = cand[rng.IntN(len(cand))]
+			case b.Len() == 0: // a length under every word's: the shortest word
+				i = slices.Index(c.tokens, slices.Min(c.tokens))
+			default:
+				return b.String()
 			}
-			i = cand[rng.IntN(len(cand))]
 		}
 		if b.Len() > 0 {
 			b.WriteByte(' ')
@@ -153,7 +158,8 @@ func (t Text) Count(texts ...string) int {
 
 // Words returns tokens tokens' worth of words drawn from rng: for a
 // counted Text, whole words that count exactly tokens (or, when no sum of
-// the counts makes it, just under); else tokens × CharsPerToken
+// the counts makes it, just under; the shortest word when tokens is under
+// every word's count); else tokens × CharsPerToken
 // characters, the last word cut.
 func (t Text) Words(rng *rand.Rand, tokens int) string {
 	if t.counted != nil {
