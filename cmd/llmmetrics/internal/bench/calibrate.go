@@ -24,6 +24,9 @@ type calibration struct {
 	overhead int    // tokens the server adds to each request (chat template)
 	context  int    // the model's context length (0: unknown)
 	how      string // said in the output and results.json
+	// Tokens the template adds for a system message and for each earlier
+	// exchange of a session, beyond their text (workload.Config).
+	systemOverhead, turnOverhead int
 }
 
 // Probe lengths, in characters: two prompts of the workload's filler text.
@@ -38,18 +41,58 @@ const probeTimeout = 5 * time.Second
 // counts ⌈characters/4⌉; a real one is asked with its /tokenize endpoint
 // (vLLM, llama.cpp) where it has one, then two probe requests' usage give
 // the template overhead (and, without /tokenize, the characters per
-// token). When the workload's prompts are filler text (filler), each
-// filler word's count is then learnt too (countWords), so that prompts
-// are built to the exact length.
-func (b *bench) calibrate(ctx context.Context, filler bool) calibration {
+// token). When cfg's prompts are filler text, each filler word's count is
+// then learnt too (countWords), so that prompts are built to the exact
+// length; when they have system messages or earlier turns, what the
+// template adds for them (countTemplate).
+func (b *bench) calibrate(ctx context.Context, cfg workload.Config) calibration {
 	if b.fake != nil {
 		return calibration{text: workload.Text{CharsPerToken: 4}, how: "the fake server's ⌈characters/4⌉"}
 	}
 	c, tokenize, ok := b.calibrateChars(ctx)
-	if filler && ok {
+	if !ok {
+		return c
+	}
+	if cfg.Dataset == "" || cfg.PrefixTokens > 0 {
 		b.countWords(ctx, &c, tokenize)
 	}
+	b.countTemplate(ctx, &c, cfg.PrefixTokens > 0 || cfg.Dataset != "", cfg.Turns > 1 || cfg.Dataset != "")
 	return c
+}
+
+// countTemplate finds what the template adds for a system message (when
+// system) and for each earlier exchange of a session (when turns), from
+// the usage of requests of an anchor word: alone; after a system message
+// of one and of two anchors (a template that drops the system message
+// counts them the same: c.how says so); and after an exchange of anchors.
+func (b *bench) countTemplate(ctx context.Context, c *calibration, system, turns bool) {
+	if !system && !turns {
+		return
+	}
+	anchor := workload.FillerWords()[0]
+	ta := c.text.Count(anchor)
+	one := b.probeUsage(ctx, anchor)
+	if one <= 0 {
+		return
+	}
+	if system {
+		s1 := b.probeMessages(ctx, anchor, anchor)
+		s2 := b.probeMessages(ctx, anchor+" "+anchor, anchor)
+		switch {
+		case s1 <= 0 || s2 <= 0:
+		case s1 == s2:
+			c.how += "; the chat template drops the system message (a shared prefix is sent, not counted)"
+		default:
+			c.systemOverhead = s1 - one - ta
+			c.how += fmt.Sprintf("; a system message adds %d tokens of template", c.systemOverhead)
+		}
+	}
+	if turns {
+		if n := b.probeMessages(ctx, "", anchor, anchor, anchor); n > 0 {
+			c.turnOverhead = n - one - 2*ta
+			c.how += fmt.Sprintf("; each earlier exchange adds %d tokens of template", c.turnOverhead)
+		}
+	}
 }
 
 // calibrateChars finds one characters-per-token figure and the template
@@ -245,8 +288,17 @@ func (b *bench) getJSON(ctx context.Context, method, url string, body []byte, v 
 // probeUsage sends text as one request of the -api asking for one output
 // token, and returns the input tokens its usage reports (0: none).
 func (b *bench) probeUsage(ctx context.Context, text string) int {
+	return b.probeMessages(ctx, "", text)
+}
+
+// probeMessages is probeUsage of a request of a system prompt ("": none)
+// and messages of the user and the assistant in turn.
+func (b *bench) probeMessages(ctx context.Context, system string, texts ...string) int {
 	var rec llmmetrics.Record
-	r := workload.Request{Messages: []workload.Message{{Role: "user", Content: text}}, OutputTokens: 1}
+	r := workload.Request{System: system, OutputTokens: 1}
+	for i, t := range texts {
+		r.Messages = append(r.Messages, workload.Message{Role: []string{"user", "assistant"}[i%2], Content: t})
+	}
 	b.send(ctx, workload.Body(b.o.wl.api, b.model, r, false), &rec, keepNothing)
 	if rec.Outcome != llmmetrics.OutcomeOK {
 		return 0

@@ -30,14 +30,16 @@ func countVowels(s string) int {
 func countQuarters(s string) int { return (len(s) + 3) / 4 }
 
 // wordServer is a model server whose tokenizer counts words (split at
-// spaces) and whose chat template adds 9 tokens; with tokenize it serves
-// vLLM's /tokenize too, and its /v1/models tells a context of 4,096.
+// spaces) and whose chat template adds 9 tokens, and 4 more for each
+// message after the first; with tokenize it serves vLLM's /tokenize too,
+// and its /v1/models tells a context of 4,096.
 func wordServer(t *testing.T, tokenize bool) *httptest.Server {
-	return countServer(t, tokenize, countWords)
+	return countServer(t, tokenize, countWords, false)
 }
 
-// countServer is wordServer with another token count.
-func countServer(t *testing.T, tokenize bool, words func(string) int) *httptest.Server {
+// countServer is wordServer with another token count; with dropSystem its
+// template leaves system messages out.
+func countServer(t *testing.T, tokenize bool, words func(string) int, dropSystem bool) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprint(w, `{"object":"list","data":[{"id":"m","object":"model","max_model_len":4096}]}`)
@@ -51,15 +53,19 @@ func countServer(t *testing.T, tokenize bool, words func(string) int) *httptest.
 	}
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
-			Messages []struct{ Content string } `json:"messages"`
+			Messages []struct{ Role, Content string } `json:"messages"`
 		}
 		require.NoError(t, json.NewDecoder(r.Body).Decode(&req))
+		if dropSystem && len(req.Messages) > 0 && req.Messages[0].Role == "system" {
+			req.Messages = req.Messages[1:]
+		}
 		n := 9
-		for _, m := range req.Messages {
-			n += words(m.Content)
+		for i, m := range req.Messages {
+			n += words(m.Content) + 4*min(i, 1)
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"ok\"},\"finish_reason\":null}]}\n\n")
+		// "hm": one token by every count here, as the usage says.
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"hm\"},\"finish_reason\":null}]}\n\n")
 		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n")
 		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":%d,\"completion_tokens\":1,\"total_tokens\":%d}}\n\n", n, n+1)
 		fmt.Fprint(w, "data: [DONE]\n\n")
@@ -89,7 +95,7 @@ func TestCalibration(t *testing.T) {
 		{"tokens across words", false, countQuarters, "per-word counts unusable: a check prompt of", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := countServer(t, tc.tokenize, tc.count)
+			srv := countServer(t, tc.tokenize, tc.count, false)
 			dir := t.TempDir()
 			var stdout, stderr bytes.Buffer
 			code := run(context.Background(), []string{"-url", srv.URL + "/v1", "-model", "m", "-concurrency", "2", "-requests", "40",
@@ -113,6 +119,53 @@ func TestCalibration(t *testing.T) {
 			assert.GreaterOrEqual(t, within, 38, "95 %% within ±2 %% or ±2 tokens")
 			assert.NotContains(t, stderr.String(), "warning: the server counted input lengths")
 			assert.Contains(t, stdout.String(), "token counting: calibrated")
+		})
+	}
+}
+
+// TestCalibrationTemplate: sessions of 3 turns with a shared system
+// prompt are counted as asked, what the template adds for the system
+// message and for each earlier exchange included (the answers counted as
+// the server's output tokens); a template that drops the system message is
+// named, and the lengths then warned about.
+func TestCalibrationTemplate(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		tokenize   bool
+		dropSystem bool
+		says       []string
+	}{
+		{"usage probes", false, false, []string{"a system message adds 4 tokens of template", "each earlier exchange adds 8 tokens of template"}},
+		{"tokenize endpoint", true, false, []string{"a system message adds 4 tokens of template", "each earlier exchange adds 8 tokens of template"}},
+		{"system dropped", false, true, []string{"the chat template drops the system message", "each earlier exchange adds 8 tokens of template"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := countServer(t, tc.tokenize, countVowels, tc.dropSystem)
+			dir := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), []string{"-url", srv.URL + "/v1", "-model", "m", "-concurrency", "2", "-requests", "30",
+				"-repeats", "1", "-warmup", "0", "-turns", "3", "-prefix-tokens", "60", "-input-tokens", "uniform:20-200",
+				"-output-tokens", "1", "-out", dir}, env{stdout: &stdout, stderr: &stderr})
+			require.Equal(t, exitOK, code, stderr.String())
+			res := readResults(t, dir)
+			for _, s := range tc.says {
+				assert.Contains(t, res.Workload.TokenCounting, s)
+			}
+			recs := readRecords(t, dir)
+			require.Len(t, recs, 30)
+			turns := map[int]int{}
+			for i, l := range recs {
+				turns[l.Turn]++
+				if tc.dropSystem {
+					assert.Less(t, l.Record.InputTokens, l.AskedInputTokens, "record %d: the system prompt is not counted", i)
+				} else {
+					assert.Equal(t, l.AskedInputTokens, l.Record.InputTokens, "record %d (turn %d)", i, l.Turn)
+				}
+			}
+			assert.Equal(t, map[int]int{1: 10, 2: 10, 3: 10}, turns)
+			if tc.dropSystem {
+				assert.Contains(t, stderr.String(), "warning: the server counted input lengths other than asked")
+			}
 		})
 	}
 }

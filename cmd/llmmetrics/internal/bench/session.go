@@ -137,7 +137,7 @@ func (r *repeatRun) session(ctx context.Context, s *workload.Session, first, cou
 		text := r.send(ctx, i, req, multi)
 		due = cmp.Or(r.records[i].End, time.Now())
 		if multi {
-			s.Answer(text)
+			s.Answer(text, r.records[i].OutputTokens)
 		}
 	}
 	return due

@@ -210,8 +210,9 @@ func (b *bench) openWorkload(ctx context.Context) error {
 		return nil
 	}
 	cfg := b.o.wl.config(b.o.seed)
-	cal := b.calibrate(ctx, cfg.Dataset == "" || cfg.PrefixTokens > 0)
+	cal := b.calibrate(ctx, cfg)
 	cfg.Text, cfg.Overhead, cfg.Context = cal.text, cal.overhead, cal.context
+	cfg.SystemOverhead, cfg.TurnOverhead = cal.systemOverhead, cal.turnOverhead
 	b.counting = cal.how
 	wl, err := workload.Open(cfg)
 	if err != nil {

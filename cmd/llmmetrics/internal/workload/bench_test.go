@@ -27,7 +27,7 @@ func buildN(b *testing.B, w *Workload, n int) {
 				break
 			}
 			_ = Body("chat", "model", r, false)
-			s.Answer("ok")
+			s.Answer("ok", 1)
 			built++
 		}
 	}

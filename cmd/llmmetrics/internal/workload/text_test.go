@@ -148,3 +148,27 @@ func TestCountedTrace(t *testing.T) {
 	assert.GreaterOrEqual(t, shared(prompts[0], prompts[2]), 1000-16, "ids 0, 1 shared")
 	assert.Less(t, shared(prompts[3], prompts[0]), 16)
 }
+
+// TestCountedHistory: a turn's asked length adds the template's overheads
+// (a system message, each earlier exchange) and counts an answer as the
+// output tokens the server reported for it, or by its text when it
+// reported none.
+func TestCountedHistory(t *testing.T) {
+	w := open(t, Config{Input: mustDist(t, "30"), Output: mustDist(t, "5"), Text: vowelText(t), Turns: 3,
+		PrefixTokens: 40, Overhead: 7, SystemOverhead: 3, TurnOverhead: 11, Seed: 2})
+	s, err := w.Next()
+	require.NoError(t, err)
+	r1, ok := s.Next()
+	require.True(t, ok)
+	assert.Equal(t, 7+3+40+30-7, r1.InputTokens, "the first prompt leaves room for the template")
+	s.Answer("that with", 9) // the server's 9 tokens, not the text's 4
+	r2, ok := s.Next()
+	require.True(t, ok)
+	p2 := vowelCount(r2.Messages[2].Content)
+	assert.Equal(t, 30, p2)
+	assert.Equal(t, r1.InputTokens+9+11+p2, r2.InputTokens)
+	s.Answer("area", 0) // no count: the text's, 4
+	r3, ok := s.Next()
+	require.True(t, ok)
+	assert.Equal(t, r2.InputTokens+4+11+vowelCount(r3.Messages[4].Content), r3.InputTokens)
+}

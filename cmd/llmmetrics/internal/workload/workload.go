@@ -91,6 +91,12 @@ type Config struct {
 	// (its chat template), subtracted from the synthetic prompt so that
 	// the server counts the length asked for.
 	Overhead int
+	// SystemOverhead is the tokens the template adds for a system message
+	// beyond its text (negative when the message replaces a default system
+	// prompt); TurnOverhead those it adds for each earlier exchange (an
+	// answer and the user message after it) beyond their text. Both count
+	// in Request.InputTokens.
+	SystemOverhead, TurnOverhead int
 }
 
 // Info describes the workload for results.json.
@@ -245,7 +251,8 @@ type Session struct {
 	origin  string
 
 	history []Message
-	sent    int // turns made so far
+	known   []int // tokens of history[i] the server reported (0: not known)
+	sent    int   // turns made so far
 }
 
 // Len returns the number of turns of the session.
@@ -270,27 +277,52 @@ func (s *Session) Next() (Request, bool) {
 	msgs := make([]Message, 0, len(s.history)+1)
 	msgs = append(append(msgs, s.history...), Message{Role: "user", Content: t.prompt})
 	s.history = append(s.history, Message{Role: "user", Content: t.prompt})
-	texts := make([]string, 0, len(msgs)+1)
-	texts = append(texts, s.system)
-	for _, m := range msgs {
-		texts = append(texts, m.Content)
-	}
 	return Request{
-		System: s.system, Messages: msgs, InputTokens: s.w.cfg.Text.Count(texts...) + s.w.cfg.Overhead,
+		System: s.system, Messages: msgs, InputTokens: s.inputTokens(msgs),
 		OutputTokens: t.output, PrefixGroup: s.group, Session: s.id, Turn: s.sent,
 		Arrival: s.arrival, Origin: s.origin,
 	}, true
 }
 
-// Answer records the answer to the last turn, sent with the next turns.
-// An empty answer (a failed request) ends the session: the next turn
-// would not be the conversation asked for.
-func (s *Session) Answer(text string) {
+// inputTokens is what the server counts for the system prompt and msgs:
+// their text, the template's overhead, its overhead for a system message
+// and for each earlier exchange, and, with a counted Text, the answers'
+// output tokens the server reported in place of their text's count.
+func (s *Session) inputTokens(msgs []Message) int {
+	c := &s.w.cfg
+	n := c.Overhead
+	texts := make([]string, 0, len(msgs)+1)
+	if s.system != "" {
+		texts = append(texts, s.system)
+		n += c.SystemOverhead
+	}
+	for i, m := range msgs {
+		if i < len(s.known) && s.known[i] > 0 && c.Text.Counted() {
+			n += s.known[i]
+		} else {
+			texts = append(texts, m.Content)
+		}
+		if m.Role == "assistant" {
+			n += c.TurnOverhead
+		}
+	}
+	return n + c.Text.Count(texts...)
+}
+
+// Answer records the answer to the last turn, sent with the next turns,
+// and the output tokens the server reported for it (0: not known). An
+// empty answer (a failed request) ends the session: the next turn would
+// not be the conversation asked for.
+func (s *Session) Answer(text string, tokens int) {
 	if text == "" {
 		s.n = s.sent
 		return
 	}
+	for len(s.known) < len(s.history) {
+		s.known = append(s.known, 0)
+	}
 	s.history = append(s.history, Message{Role: "assistant", Content: text})
+	s.known = append(s.known, max(tokens, 0))
 }
 
 // synthetic draws lengths from Config.Input and Output.

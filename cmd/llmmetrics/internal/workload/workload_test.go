@@ -139,7 +139,7 @@ func drain(t *testing.T, w *Workload, n int, answer func(Request) string) []Requ
 				break
 			}
 			out = append(out, r)
-			s.Answer(answer(r))
+			s.Answer(answer(r), 0)
 		}
 	}
 	return out
@@ -199,7 +199,7 @@ func TestSessionEndsOnAFailedTurn(t *testing.T) {
 	require.NoError(t, err)
 	_, ok := s.Next()
 	require.True(t, ok)
-	s.Answer("")
+	s.Answer("", 0)
 	_, ok = s.Next()
 	assert.False(t, ok)
 }
