@@ -27,6 +27,7 @@ type calibration struct {
 	// Tokens the template adds for a system message and for each earlier
 	// exchange of a session, beyond their text (workload.Config).
 	systemOverhead, turnOverhead int
+	anchorUsage                  int // the usage of a request of the anchor word (0: not asked)
 }
 
 // Probe lengths, in characters: two prompts of the workload's filler text.
@@ -71,7 +72,10 @@ func (b *bench) countTemplate(ctx context.Context, c *calibration, system, turns
 	}
 	anchor := workload.FillerWords()[0]
 	ta := c.text.Count(anchor)
-	one := b.probeUsage(ctx, anchor)
+	one := c.anchorUsage
+	if one == 0 {
+		one = b.probeUsage(ctx, anchor)
+	}
 	if one <= 0 {
 		return
 	}
@@ -165,6 +169,7 @@ func (b *bench) countWords(ctx context.Context, c *calibration, tokenize bool) {
 	if !tokenize {
 		usage = base
 	}
+	c.anchorUsage = usage
 	for i := range counts {
 		counts[i] -= base // a failed probe's count goes negative: CountedText says so
 	}
