@@ -83,6 +83,15 @@ func BenchmarkBuild10k(b *testing.B) {
 	trace := writeTrace(b, n)
 	sharegpt, openai := writeDatasets(b, n)
 	fixed := Request{Messages: []Message{{"user", Text{CharsPerToken: 4}.Words(seeded(1, 1, 1), 170)}}, OutputTokens: 128}
+	// A real server's per-word counts (here 1 or 2 tokens a word).
+	counts := make([]int, len(FillerWords()))
+	for i := range counts {
+		counts[i] = 1 + i%2
+	}
+	counted, err := CountedText(4, counts)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.Run("baseline", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -102,6 +111,9 @@ func BenchmarkBuild10k(b *testing.B) {
 		{"dataset-sharegpt", Config{Dataset: sharegpt}},
 		{"dataset-openai", Config{Dataset: openai}},
 		{"trace", Config{Trace: trace}},
+		{"synthetic-counted", Config{Input: Dist{Kind: "fixed", A: 170}, Output: Dist{Kind: "fixed", A: 128}, Text: counted}},
+		{"sessions-counted", Config{Input: Dist{Kind: "fixed", A: 170}, Turns: 4, Text: counted}},
+		{"trace-counted", Config{Trace: trace, Text: counted}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -97,6 +97,7 @@ func (c *wordCounts) buildTail() {
 // word's count, "" for n ≤ 0.
 func (c *wordCounts) words(rng *rand.Rand, n int) string {
 	var b strings.Builder
+	b.Grow(5 * max(n, 0)) // at most a word and its space a token
 	for left := n; left > 0; {
 		var i int
 		if left >= len(c.tail) {
@@ -145,12 +146,14 @@ func (t Text) Count(texts ...string) int {
 			chars += len(s)
 			continue
 		}
-		for i, w := range strings.Split(s, " ") {
+		i := 0
+		for w := range strings.SplitSeq(s, " ") {
 			if k, ok := t.counted.count[w]; ok {
 				n += k
 			} else if w != "" || i > 0 {
 				chars += len(w) + min(i, 1) // and its space
 			}
+			i++
 		}
 	}
 	return n + t.Tokens(chars)
