@@ -39,25 +39,36 @@ const probeShort, probeLong = 400, 4000
 const probeTimeout = 5 * time.Second
 
 // calibrate finds how the server counts prompt tokens: the fake server
-// counts ⌈characters/4⌉; a real one is asked with its /tokenize endpoint
-// (vLLM, llama.cpp) where it has one, then two probe requests' usage give
-// the template overhead (and, without /tokenize, the characters per
-// token). When cfg's prompts are filler text, each filler word's count is
-// then learnt too (countWords), so that prompts are built to the exact
-// length; when they have system messages or earlier turns, what the
-// template adds for them (countTemplate).
+// counts ⌈characters/4⌉. A real one counts with its /tokenize endpoint
+// (vLLM, llama.cpp) where it has one, else with the usage of probe
+// requests. When cfg's prompts are filler text, each filler word's count
+// is learnt (countWords), so that prompts are built to the exact length;
+// else, or when the per-word counts do not add up, one characters-per-
+// token figure is (calibrateChars). When the prompts have system messages
+// or earlier turns, what the template adds for them is learnt too
+// (countTemplate).
 func (b *bench) calibrate(ctx context.Context, cfg workload.Config) calibration {
 	if b.fake != nil {
 		return calibration{text: workload.Text{CharsPerToken: 4}, how: "the fake server's ⌈characters/4⌉"}
 	}
-	c, tokenize, ok := b.calibrateChars(ctx)
-	if !ok {
-		return c
-	}
+	c := calibration{text: workload.Text{CharsPerToken: 4}}
+	c.context = b.modelContext(ctx)
+	tokenize := b.tokenize(ctx, workload.FillerWords()[0]) > 0
+	system, turns := cfg.PrefixTokens > 0 || cfg.Dataset != "", cfg.Turns > 1 || cfg.Dataset != ""
+	var why string
 	if cfg.Dataset == "" || cfg.PrefixTokens > 0 {
-		b.countWords(ctx, &c, tokenize)
+		if why = b.countWords(ctx, &c, tokenize); why == "" {
+			b.countTemplate(ctx, &c, system, turns)
+			return c
+		}
 	}
-	b.countTemplate(ctx, &c, cfg.PrefixTokens > 0 || cfg.Dataset != "", cfg.Turns > 1 || cfg.Dataset != "")
+	ok := b.calibrateChars(ctx, &c, tokenize)
+	if why != "" {
+		c.how += fmt.Sprintf(" (per-word counts unusable: %s)", why)
+	}
+	if ok {
+		b.countTemplate(ctx, &c, system, turns)
+	}
 	return c
 }
 
@@ -100,34 +111,32 @@ func (b *bench) countTemplate(ctx context.Context, c *calibration, system, turns
 }
 
 // calibrateChars finds one characters-per-token figure and the template
-// overhead from two probe texts; tokenize reports that the server serves
-// /tokenize, ok that it counts tokens at all.
-func (b *bench) calibrateChars(ctx context.Context) (c calibration, tokenize, ok bool) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	c = calibration{text: workload.Text{CharsPerToken: 4}}
-	c.context = b.modelContext(ctx)
+// overhead from two probe texts (with /tokenize when tokenize) and
+// reports whether the server counts tokens at all.
+func (b *bench) calibrateChars(ctx context.Context, c *calibration, tokenize bool) bool {
 	words := workload.Text{CharsPerToken: 1}
 	rng := rand.New(rand.NewPCG(0x70726f6265, 1)) // the probes' own text, not the workload's
 	short, long := words.Words(rng, probeShort), words.Words(rng, probeLong)
-	tokShort, tokLong, via := b.tokenize(ctx, short), b.tokenize(ctx, long), "/tokenize"
-	tokenize = tokShort > 0 && tokLong > tokShort
-	usShort, usLong := b.probeUsage(ctx, short), b.probeUsage(ctx, long)
-	if !tokenize {
+	tokShort, tokLong, via := 0, 0, "usage of two probe requests"
+	if tokenize {
+		tokShort, tokLong, via = b.tokenize(ctx, short), b.tokenize(ctx, long), "/tokenize"
+	}
+	usShort := b.probeUsage(ctx, short)
+	if !tokenize || tokShort <= 0 || tokLong <= tokShort {
 		// Both usages count the template once: their difference is the
 		// text's alone.
-		tokShort, tokLong, via = usShort, usLong, "usage of two probe requests"
+		tokShort, tokLong, via = usShort, b.probeUsage(ctx, long), "usage of two probe requests"
 	}
 	if tokShort <= 0 || tokLong <= tokShort {
 		c.how = "assumed 4 characters a token (no /tokenize and no usage from the server)"
-		return c, false, false
+		return false
 	}
-	c.text.CharsPerToken = float64(probeLong-probeShort) / float64(tokLong-tokShort)
+	c.text = workload.Text{CharsPerToken: float64(probeLong-probeShort) / float64(tokLong-tokShort)}
 	if usShort > 0 {
 		c.overhead = max(0, usShort-int(math.Round(probeShort/c.text.CharsPerToken)))
 	}
 	c.how = fmt.Sprintf("calibrated from the server's %s: %.2f characters a token, %d tokens of template", via, c.text.CharsPerToken, c.overhead)
-	return c, tokenize, true
+	return true
 }
 
 // checkTokens is the length of the prompt that checks the per-word counts.
@@ -138,12 +147,13 @@ const probeWorkers = 4
 
 // countWords learns what the server counts for each filler word after a
 // space: the count of an anchor word alone and of the anchor followed by
-// each word (from /tokenize, else from a probe request's usage); their
-// difference is the word's count. The anchor's request gives the
-// template's overhead. A prompt of checkTokens filler tokens must then be
-// counted as predicted (within ±2 % or ±2 tokens), else c keeps its one
-// characters-per-token figure and says why.
-func (b *bench) countWords(ctx context.Context, c *calibration, tokenize bool) {
+// each word (from /tokenize when tokenize, else from a probe request's
+// usage); their difference is the word's count. The anchor's request gives
+// the template's overhead, the counts the characters per token of other
+// text. A prompt of checkTokens filler tokens must then be counted as
+// predicted (within ±2 % or ±2 tokens). It returns why the counts cannot
+// be used ("" when they are: c then has them).
+func (b *bench) countWords(ctx context.Context, c *calibration, tokenize bool) string {
 	count, via := b.probeUsage, "usage of probe requests (max tokens 1)"
 	if tokenize {
 		count, via = b.tokenize, "/tokenize"
@@ -169,33 +179,28 @@ func (b *bench) countWords(ctx context.Context, c *calibration, tokenize bool) {
 	if !tokenize {
 		usage = base
 	}
-	c.anchorUsage = usage
-	for i := range counts {
-		counts[i] -= base // a failed probe's count goes negative: CountedText says so
-	}
-	var keep string
 	if base <= 0 || usage <= 0 {
-		keep = "the server did not count the anchor word"
+		return "the server did not count the anchor word"
 	}
-	if keep == "" {
-		text, err := workload.CountedText(c.text.CharsPerToken, counts)
-		if err != nil {
-			keep = err.Error()
-		} else {
-			overhead := usage - counts[0] // the anchor counts as after a space
-			rng := rand.New(rand.NewPCG(0x636865636b, 1))
-			check := text.Words(rng, checkTokens)
-			want, got := text.Count(check)+overhead, b.probeUsage(ctx, check)
-			if withinBound(want, got) {
-				c.text, c.overhead = text, max(0, overhead)
-				c.how = fmt.Sprintf("calibrated per filler word from the server's %s: %d words, %d tokens of template; a check prompt of %d tokens counted %d (other text: %.2f characters a token)",
-					via, len(words), c.overhead, want, got, c.text.CharsPerToken)
-				return
-			}
-			keep = fmt.Sprintf("a check prompt of %d tokens counted %d", want, got)
-		}
+	chars, tokens := 0, 0
+	for i, w := range words {
+		counts[i] -= base // a failed probe's count goes negative: CountedText says so
+		chars, tokens = chars+len(w)+1, tokens+counts[i]
 	}
-	c.how += fmt.Sprintf(" (per-word counts unusable: %s)", keep)
+	text, err := workload.CountedText(float64(chars)/float64(max(tokens, 1)), counts)
+	if err != nil {
+		return err.Error()
+	}
+	overhead := usage - counts[0] // the anchor counts as after a space
+	check := text.Words(rand.New(rand.NewPCG(0x636865636b, 1)), checkTokens)
+	want, got := text.Count(check)+overhead, b.probeUsage(ctx, check)
+	if !withinBound(want, got) {
+		return fmt.Sprintf("a check prompt of %d tokens counted %d", want, got)
+	}
+	c.text, c.overhead, c.anchorUsage = text, max(0, overhead), usage
+	c.how = fmt.Sprintf("calibrated per filler word from the server's %s: %d words, %d tokens of template; a check prompt of %d tokens counted %d (other text: %.2f characters a token)",
+		via, len(words), c.overhead, want, got, text.CharsPerToken)
+	return ""
 }
 
 // parallel calls f(0) … f(n−1) on up to workers goroutines and returns
