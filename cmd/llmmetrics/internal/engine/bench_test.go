@@ -25,7 +25,8 @@ import (
 )
 
 // promptRecorder is a reverse proxy that keeps the user message of every
-// chat completion it forwards.
+// chat completion it forwards but bench's calibration probes (max tokens
+// 1).
 type promptRecorder struct {
 	mu      sync.Mutex
 	prompts []string
@@ -42,8 +43,9 @@ func (p *promptRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Messages []struct {
 			Content string `json:"content"`
 		} `json:"messages"`
+		MaxTokens int `json:"max_tokens"`
 	}
-	if json.Unmarshal(body, &req) == nil && len(req.Messages) > 0 {
+	if json.Unmarshal(body, &req) == nil && len(req.Messages) > 0 && req.MaxTokens != 1 {
 		p.mu.Lock()
 		p.prompts = append(p.prompts, req.Messages[len(req.Messages)-1].Content)
 		p.mu.Unlock()
