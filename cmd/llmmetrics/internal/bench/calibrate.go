@@ -160,27 +160,24 @@ func (b *bench) countWords(ctx context.Context, c *calibration, tokenize bool) s
 	}
 	words := workload.FillerWords()
 	anchor := words[0]
+	base := count(ctx, anchor) // first: a server that counts nothing gets no more probes
+	if base <= 0 {
+		return "the server did not count the anchor word"
+	}
 	counts := make([]int, len(words))
-	var base, usage int
-	probes := len(words) + 1
+	usage, probes := base, len(words)
 	if tokenize {
 		probes++ // the anchor's request, for the template
 	}
 	parallel(probes, probeWorkers, func(i int) {
-		switch {
-		case i < len(words):
+		if i < len(words) {
 			counts[i] = count(ctx, anchor+" "+words[i])
-		case i == len(words):
-			base = count(ctx, anchor)
-		default:
+		} else {
 			usage = b.probeUsage(ctx, anchor)
 		}
 	})
-	if !tokenize {
-		usage = base
-	}
-	if base <= 0 || usage <= 0 {
-		return "the server did not count the anchor word"
+	if usage <= 0 {
+		return "the server's usage did not count the anchor word"
 	}
 	chars, tokens := 0, 0
 	for i, w := range words {

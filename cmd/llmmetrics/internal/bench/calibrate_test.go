@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -197,4 +199,33 @@ func TestWithinBound(t *testing.T) {
 			assert.Equal(t, tc.want, withinBound(tc.asked, tc.actual))
 		})
 	}
+}
+
+// TestCalibrationNoUsage: a server whose answers carry no usage gets a
+// handful of probes, not one for each filler word, and the run says that
+// lengths are sized at 4 characters a token.
+func TestCalibrationNoUsage(t *testing.T) {
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		requests.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"hm\"},\"finish_reason\":\"length\"}]}\n\n")
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-url", srv.URL + "/v1", "-model", "m", "-concurrency", "1", "-requests", "4",
+		"-repeats", "1", "-warmup", "0", "-input-tokens", "100", "-output-tokens", "1", "-out", dir}, env{stdout: &stdout, stderr: &stderr})
+	require.Equal(t, exitOK, code, stderr.String())
+	res := readResults(t, dir)
+	assert.Contains(t, res.Workload.TokenCounting, "assumed 4 characters a token")
+	assert.Contains(t, res.Workload.TokenCounting, "per-word counts unusable: the server did not count the anchor word")
+	// 4 measured, the preflight, the anchor word and the two probe texts.
+	assert.LessOrEqual(t, requests.Load(), int64(4+1+3))
 }
