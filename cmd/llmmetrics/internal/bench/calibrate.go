@@ -160,18 +160,23 @@ func (b *bench) countWords(ctx context.Context, c *calibration, tokenize bool) s
 	}
 	words := workload.FillerWords()
 	anchor := words[0]
-	base := count(ctx, anchor) // first: a server that counts nothing gets no more probes
+	// The anchor alone and twice first: a server whose count does not
+	// grow with the text gets no more probes.
+	base := count(ctx, anchor)
 	if base <= 0 {
 		return "the server did not count the anchor word"
 	}
 	counts := make([]int, len(words))
+	if counts[0] = count(ctx, anchor+" "+anchor); counts[0] <= base {
+		return "the server's count does not grow with the prompt"
+	}
 	usage, probes := base, len(words)
 	if tokenize {
 		probes++ // the anchor's request, for the template
 	}
-	parallel(probes, probeWorkers, func(i int) {
-		if i < len(words) {
-			counts[i] = count(ctx, anchor+" "+words[i])
+	parallel(probes-1, probeWorkers, func(i int) {
+		if i+1 < len(words) {
+			counts[i+1] = count(ctx, anchor+" "+words[i+1])
 		} else {
 			usage = b.probeUsage(ctx, anchor)
 		}

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -126,9 +127,19 @@ type connKey struct{}
 // when the request after every answers on it arrives, having read it, as
 // llama.cpp's server does after an answer: the client meets EOF on a
 // reused connection before any byte of an answer. kills counts them.
+// The calibration's probes (max tokens 1) are answered and not counted:
+// their retries are not the run's.
 func closingServer(t *testing.T, every int, kills *atomic.Int64) *httptest.Server {
 	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			MaxTokens int `json:"max_tokens"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
 		_, _ = io.Copy(io.Discard, r.Body)
+		if req.MaxTokens == 1 {
+			streamAnswer(w, 1)
+			return
+		}
 		cc := r.Context().Value(connKey{}).(*connCount)
 		if cc.answered >= every {
 			kills.Add(1)
