@@ -174,16 +174,20 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 	case ModeRate:
 		rng := rand.New(rand.NewPCG(b.o.seed, uint64(load*1000)<<8|uint64(repeat)))
 		gaps := distuv.Gamma{Alpha: b.o.burstiness, Beta: b.o.burstiness * load, Src: rng}
+		p := b.pacer()
+		defer p.close()
 		next := time.Now()
 		for k := 0; ; k++ {
 			if k > 0 {
 				next = next.Add(time.Duration(gaps.Rand() * float64(time.Second)))
 			}
-			if sleepUntil(ctx, next) != nil {
-				break
-			}
+			// The session is taken before its time: only the wait is
+			// between the schedule and the send.
 			s, first, count, ok := r.start()
 			if !ok {
+				break
+			}
+			if sleepUntil(ctx, p, next) != nil {
 				break
 			}
 			due := next
@@ -223,9 +227,19 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 	return rep, nil
 }
 
+// pacer returns the open loop's pacer.
+func (b *bench) pacer() pacer {
+	if b.e.newPacer == nil {
+		return timerPacer{}
+	}
+	return b.e.newPacer()
+}
+
 // replay sends the trace's requests open-loop: each built, then sent at
 // the run's start plus its arrival time.
 func (b *bench) replay(ctx context.Context, r *repeatRun, wg *sync.WaitGroup) {
+	p := b.pacer()
+	defer p.close()
 	start := time.Now()
 	for ctx.Err() == nil {
 		s, i, _, ok := r.start()
@@ -235,7 +249,7 @@ func (b *bench) replay(ctx context.Context, r *repeatRun, wg *sync.WaitGroup) {
 		req, _ := s.Next()
 		at := start.Add(req.Arrival)
 		r.timings[i].scheduled = at
-		if sleepUntil(ctx, at) != nil {
+		if sleepUntil(ctx, p, at) != nil {
 			return
 		}
 		wg.Go(func() { r.send(ctx, i, req, false) })

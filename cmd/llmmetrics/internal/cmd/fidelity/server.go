@@ -22,8 +22,10 @@ type server struct {
 }
 
 type reqTimes struct {
-	start  time.Time
+	start  time.Time // the handler entered: the request's arrival
 	chunks []time.Time
+	conn   string    // the client's address: requests of one connection share it
+	end    time.Time // the answer's last bytes flushed
 }
 
 func runServer(addr string, tokens int, every, ttft time.Duration) error {
@@ -35,6 +37,7 @@ func runServer(addr string, tokens int, every, ttft time.Duration) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.stream)
 	mux.HandleFunc("GET /truth", s.truth)
+	mux.HandleFunc("GET /arrivals", s.arrivals)
 	fmt.Println(ln.Addr().String())
 	return (&http.Server{Handler: mux, ConnState: func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
@@ -51,7 +54,7 @@ var (
 )
 
 func (s *server) stream(w http.ResponseWriter, r *http.Request) {
-	rt := &reqTimes{start: time.Now(), chunks: make([]time.Time, 0, s.tokens)}
+	rt := &reqTimes{start: time.Now(), chunks: make([]time.Time, 0, s.tokens), conn: r.RemoteAddr}
 	s.mu.Lock()
 	s.reqs = append(s.reqs, rt)
 	s.mu.Unlock()
@@ -73,6 +76,10 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(doneChunks)
 	_, _ = io.WriteString(w, usage)
 	fl.Flush()
+	end := time.Now()
+	s.mu.Lock()
+	rt.end = end
+	s.mu.Unlock()
 }
 
 // truth answers the TTFT and ITL lists of the requests after the first

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/bench"
+)
+
+// The rates mode measures bench's pacing against the truth server: an
+// open loop at each rate of -rates and a closed loop at each concurrency
+// of -closed, with short answers (4 chunks 1 ms apart), so the client's
+// core spends its time sending. For each level it prints the send lag as
+// the run reported it (results.json client_timing: Record.Start minus the
+// scheduled time) and as the truth server saw it: the time each request
+// reached the server's handler minus its scheduled time.
+//
+// The server's view includes the way from the client's Start to the
+// server's handler (the client's HTTP stack, loopback, the server's
+// parsing), a delay of some tens of µs that no clock on the client sees.
+// It is reported as the floor (the smallest arrival minus scheduled), and
+// the lag is given both raw and above that floor; the arrival spacing
+// against the scheduled spacing (jitter) needs no offset at all.
+//
+// Requests are matched by order: the k-th measured arrival at the server
+// with the k-th scheduled time. The measured requests are the last ones
+// the server received (the warm-up and the preflight come first).
+//
+// For a closed loop the run's send lag is the gap from a request's end
+// (its last byte read) to the same client's next request's Start; the
+// server sees, per connection, the gap from flushing an answer's last
+// bytes to the next request's arrival, which adds a loopback round trip.
+
+// arrival is what the truth server recorded of one request.
+type arrival struct {
+	Arrived int64  `json:"arrived_unix_ns"` // the handler entered
+	End     int64  `json:"end_unix_ns"`     // the answer's last bytes flushed (0: not yet)
+	Conn    string `json:"conn"`            // the client's address
+}
+
+// arrivals answers every request received since the last reset, in
+// arrival order.
+func (s *server) arrivals(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	out := make([]arrival, len(s.reqs))
+	for i, rt := range s.reqs {
+		out[i] = arrival{Arrived: rt.start.UnixNano(), Conn: rt.conn}
+		if !rt.end.IsZero() {
+			out[i].End = rt.end.UnixNano()
+		}
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// startServer starts the truth server child on cpu with args and returns
+// its base URL and a function that stops it.
+func startServer(ctx context.Context, cpu string, args ...string) (string, func(), error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	child := exec.CommandContext(ctx, "taskset", append([]string{"-c", cpu, self, "-serve"}, args...)...)
+	child.Stderr = os.Stderr
+	out, err := child.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	if err := child.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { _ = child.Process.Kill(); _ = child.Wait() }
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("server did not start: %w", err)
+	}
+	return "http://" + strings.TrimSpace(line), stop, nil
+}
+
+// runRates measures the open loop at each rate and the closed loop at
+// each concurrency, seconds of measured requests per level.
+func runRates(ctx context.Context, rates, closed string, seconds float64, cpu string) error {
+	base, stop, err := startServer(ctx, cpu, "-tokens", "4", "-every", "1ms", "-ttft", "1ms")
+	if err != nil {
+		return err
+	}
+	defer stop()
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("client GOMAXPROCS %d (pin it with taskset -c 0), server on CPU %s, 4 chunks 1 ms apart; load average %s\n",
+		runtime.GOMAXPROCS(0), cpu, strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Println("| loop | level | requests | run: send lag p50 / p99 | truth: arrival − scheduled p50 / p99 | floor (min) | truth above the floor p50 / p99 | spacing jitter p99 | arrival − Start p50 | client CPU per request | run's warning |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, lv := range levels("rate", rates) {
+		if err := ratesLevel(ctx, base, lv, seconds); err != nil {
+			return err
+		}
+	}
+	for _, lv := range levels("concurrency", closed) {
+		if err := ratesLevel(ctx, base, lv, seconds); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type level struct {
+	mode string // "rate" or "concurrency"
+	load int
+}
+
+func levels(mode, list string) []level {
+	var out []level
+	for _, f := range strings.Split(list, ",") {
+		if n, err := strconv.Atoi(strings.TrimSpace(f)); err == nil && n > 0 {
+			out = append(out, level{mode, n})
+		}
+	}
+	return out
+}
+
+// ratesLevel runs bench at one level and prints its row.
+func ratesLevel(ctx context.Context, base string, lv level, seconds float64) error {
+	hc := &http.Client{Timeout: time.Minute}
+	if _, err := get(hc, base+"/truth?reset=1"); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "fidelity")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	args := []string{"-url", base + "/v1", "-model", "truth", "-input-tokens", "16", "-repeats", "1", "-out", dir}
+	var n int
+	loop := "open"
+	if lv.mode == "rate" {
+		n = int(float64(lv.load) * seconds)
+		args = append(args, "-rates", strconv.Itoa(lv.load), "-requests", strconv.Itoa(n), "-warmup", strconv.Itoa(lv.load/2))
+	} else {
+		loop = "closed"
+		// A request takes ~5 ms: seconds of it per client.
+		n = max(lv.load, int(float64(lv.load)*seconds*150))
+		args = append(args, "-concurrency", strconv.Itoa(lv.load), "-requests", strconv.Itoa(n), "-warmup", strconv.Itoa(lv.load))
+	}
+	cpu0 := cpuTime()
+	if code := bench.Main(ctx, args, io.Discard, os.Stderr); code != 0 {
+		return fmt.Errorf("bench exited %d", code)
+	}
+	used := cpuTime() - cpu0
+	b, err := get(hc, base+"/arrivals")
+	if err != nil {
+		return err
+	}
+	var arr []arrival
+	if err := json.Unmarshal(b, &arr); err != nil {
+		return err
+	}
+	sched, starts, err := readSchedule(dir + "/records.jsonl")
+	if err != nil {
+		return err
+	}
+	ct := runTiming(dir + "/results.json")
+	if ct == nil || len(sched) == 0 || len(arr) < len(sched) {
+		return fmt.Errorf("%s %d: %d scheduled requests, %d arrivals", lv.mode, lv.load, len(sched), len(arr))
+	}
+	var lag, jitter []time.Duration
+	if lv.mode == "rate" {
+		lag, jitter = openTruth(arr[len(arr)-len(sched):], sched)
+	} else {
+		lag = closedTruth(arr, len(sched))
+	}
+	way := wayIn(arr[len(arr)-len(sched):], starts)
+	floor := slices.Min(lag)
+	above := make([]time.Duration, len(lag))
+	for i, l := range lag {
+		above[i] = l - floor
+	}
+	jit := "—"
+	if jitter != nil {
+		jit = us(pct(jitter, 99))
+	}
+	warn := ct.Warning
+	if warn == "" {
+		warn = "none"
+	}
+	fmt.Printf("| %s | %d | %d | %s / %s | %s / %s | %s | %s / %s | %s | %s | %.1f µs | %s |\n", loop, lv.load, len(sched),
+		us(ct.SendLagP50), us(ct.SendLagP99), us(pct(lag, 50)), us(pct(lag, 99)), us(floor), us(pct(above, 50)), us(pct(above, 99)),
+		jit, us(way), float64(used)/1e3/float64(len(sched)+len(sched)/2), warn)
+	return nil
+}
+
+func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/1e3) }
+
+// openTruth pairs the k-th arrival with the k-th scheduled time (both
+// sorted): the lags (arrival − scheduled) and the spacing errors
+// (|gap between arrivals − gap between scheduled times|).
+func openTruth(arr []arrival, sched []time.Time) (lag, jitter []time.Duration) {
+	at := make([]int64, len(arr))
+	for i, a := range arr {
+		at[i] = a.Arrived
+	}
+	slices.Sort(at)
+	for i, s := range sched {
+		lag = append(lag, time.Duration(at[i]-s.UnixNano()))
+		if i > 0 {
+			e := time.Duration(at[i]-at[i-1]) - sched[i].Sub(sched[i-1])
+			jitter = append(jitter, max(e, -e))
+		}
+	}
+	return lag, jitter
+}
+
+// closedTruth is, for each of the last n arrivals, the time from the
+// server's flush of the previous answer on the same connection to the
+// arrival (requests whose connection carried no previous answer are left
+// out).
+func closedTruth(arr []arrival, n int) []time.Duration {
+	last := map[string]int64{}
+	var gaps []time.Duration
+	for i, a := range arr {
+		if prev, ok := last[a.Conn]; ok && prev > 0 && i >= len(arr)-n {
+			gaps = append(gaps, time.Duration(a.Arrived-prev))
+		}
+		last[a.Conn] = a.End
+	}
+	return gaps
+}
+
+// wayIn is the median of the k-th arrival minus the k-th Start (both
+// sorted): the way from the client's Start to the server's handler.
+func wayIn(arr []arrival, starts []time.Time) time.Duration {
+	at := make([]int64, len(arr))
+	for i, a := range arr {
+		at[i] = a.Arrived
+	}
+	slices.Sort(at)
+	st := slices.Clone(starts)
+	slices.SortFunc(st, func(a, b time.Time) int { return a.Compare(b) })
+	d := make([]time.Duration, len(st))
+	for i, s := range st {
+		d[i] = time.Duration(at[i] - s.UnixNano())
+	}
+	return pct(d, 50)
+}
+
+// readSchedule returns the measured requests' scheduled times, sorted,
+// and their Starts.
+func readSchedule(path string) (sched, starts []time.Time, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	for {
+		var l struct {
+			Record    llmmetrics.Record `json:"record"`
+			Scheduled time.Time         `json:"scheduled"`
+		}
+		if err := dec.Decode(&l); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, nil, err
+		}
+		sched, starts = append(sched, l.Scheduled), append(starts, l.Record.Start)
+	}
+	slices.SortFunc(sched, func(a, b time.Time) int { return a.Compare(b) })
+	return sched, starts, nil
+}
+
+// runTiming reads results.json's client_timing.
+func runTiming(path string) *bench.ClientTiming {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var r bench.Results
+	if json.Unmarshal(b, &r) != nil {
+		return nil
+	}
+	return r.ClientTiming
+}
