@@ -102,8 +102,8 @@ func runRates(ctx context.Context, rates, closed string, seconds float64, cpu st
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("client GOMAXPROCS %d (pin it with taskset -c 0), server on CPU %s, 4 chunks 1 ms apart; load average %s\n",
 		runtime.GOMAXPROCS(0), cpu, strings.Join(strings.Fields(string(load))[:3], " "))
-	fmt.Println("| loop | level | requests | run: send lag p50 / p99 | truth: arrival − scheduled p50 / p99 | floor (min) | truth above the floor p50 / p99 | spacing jitter p99 | arrival − Start p50 | client CPU per request | run's warning |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Println("| loop | level | requests | run: send lag p50 / p99 | truth: arrival − scheduled p50 / p99 | floor (min) | truth above the floor p50 / p99 | spacing jitter p99 | arrival − Start p50 | client CPU per request | waiting for a CPU | run's warning |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, lv := range levels("rate", rates) {
 		if err := ratesLevel(ctx, base, lv, seconds); err != nil {
 			return err
@@ -155,11 +155,11 @@ func ratesLevel(ctx context.Context, base string, lv level, seconds float64) err
 		n = max(lv.load, int(float64(lv.load)*seconds*150))
 		args = append(args, "-concurrency", strconv.Itoa(lv.load), "-requests", strconv.Itoa(n), "-warmup", strconv.Itoa(lv.load))
 	}
-	cpu0 := cpuTime()
+	cpu0, wait0, t0 := cpuTime(), runDelay(), time.Now()
 	if code := bench.Main(ctx, args, io.Discard, os.Stderr); code != 0 {
 		return fmt.Errorf("bench exited %d", code)
 	}
-	used := cpuTime() - cpu0
+	used, waited, wall := cpuTime()-cpu0, runDelay()-wait0, time.Since(t0)
 	b, err := get(hc, base+"/arrivals")
 	if err != nil {
 		return err
@@ -196,9 +196,9 @@ func ratesLevel(ctx context.Context, base string, lv level, seconds float64) err
 	if warn == "" {
 		warn = "none"
 	}
-	fmt.Printf("| %s | %d | %d | %s / %s | %s / %s | %s | %s / %s | %s | %s | %.1f µs | %s |\n", loop, lv.load, len(sched),
+	fmt.Printf("| %s | %d | %d | %s / %s | %s / %s | %s | %s / %s | %s | %s | %.1f µs | %.0f %% | %s |\n", loop, lv.load, len(sched),
 		us(ct.SendLagP50), us(ct.SendLagP99), us(pct(lag, 50)), us(pct(lag, 99)), us(floor), us(pct(above, 50)), us(pct(above, 99)),
-		jit, us(way), float64(used)/1e3/float64(len(sched)+len(sched)/2), warn)
+		jit, us(way), float64(used)/1e3/float64(len(sched)+len(sched)/2), 100*waited.Seconds()/wall.Seconds(), warn)
 	return nil
 }
 
@@ -254,6 +254,26 @@ func wayIn(arr []arrival, starts []time.Time) time.Duration {
 		d[i] = time.Duration(at[i] - s.UnixNano())
 	}
 	return pct(d, 50)
+}
+
+// runDelay is the time this process's threads have spent runnable but
+// waiting for a CPU (Linux /proc/self/task/*/schedstat; 0 elsewhere): on
+// a machine whose other programs take the client's core, the lag the
+// pacer cannot help.
+func runDelay() time.Duration {
+	var sum time.Duration
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			sum += time.Duration(n)
+		}
+	}
+	return sum
 }
 
 // readSchedule returns the measured requests' scheduled times, sorted,
