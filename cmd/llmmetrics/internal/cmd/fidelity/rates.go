@@ -27,16 +27,22 @@ import (
 // scheduled time) and as the truth server saw it: the time each request
 // reached the server's handler minus its scheduled time.
 //
-// The server's view includes the way from the client's Start to the
-// server's handler (the client's HTTP stack, loopback, the server's
-// parsing), a delay of some tens of µs that no clock on the client sees.
+// A request's arrival is the kernel's receive time of its bytes on the
+// server's socket (SO_TIMESTAMPNS, on Linux; elsewhere the handler's
+// entry), so the server's own scheduling does not count. The server's view
+// includes the way from the client's Start to the server's socket (the
+// client's HTTP stack and loopback), a delay of some tens of µs that no
+// clock on the client sees.
 // It is reported as the floor (the smallest arrival minus scheduled), and
 // the lag is given both raw and above that floor; the arrival spacing
 // against the scheduled spacing (jitter) needs no offset at all.
 //
 // Requests are matched by order: the k-th measured arrival at the server
-// with the k-th scheduled time. The measured requests are the last ones
-// the server received (the warm-up and the preflight come first).
+// with the request whose Start came k-th (records.jsonl keeps each
+// request's Start beside its scheduled time). Two requests whose Starts
+// are closer than the way to the server may swap; a late request does not
+// shift the others' pairs. The measured requests are the last ones the
+// server received (the warm-up and the preflight come first).
 //
 // For a closed loop the run's send lag is the gap from a request's end
 // (its last byte read) to the same client's next request's Start; the
@@ -46,6 +52,7 @@ import (
 // arrival is what the truth server recorded of one request.
 type arrival struct {
 	Arrived int64  `json:"arrived_unix_ns"` // the handler entered
+	Kernel  int64  `json:"kernel_unix_ns"`  // the request's bytes reached the socket (0: not known)
 	End     int64  `json:"end_unix_ns"`     // the answer's last bytes flushed (0: not yet)
 	Conn    string `json:"conn"`            // the client's address
 }
@@ -57,6 +64,9 @@ func (s *server) arrivals(w http.ResponseWriter, _ *http.Request) {
 	out := make([]arrival, len(s.reqs))
 	for i, rt := range s.reqs {
 		out[i] = arrival{Arrived: rt.start.UnixNano(), Conn: rt.conn}
+		if !rt.kernel.IsZero() {
+			out[i].Kernel = rt.kernel.UnixNano()
+		}
 		if !rt.end.IsZero() {
 			out[i].End = rt.end.UnixNano()
 		}
@@ -102,8 +112,8 @@ func runRates(ctx context.Context, rates, closed string, seconds float64, cpu st
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("client GOMAXPROCS %d (pin it with taskset -c 0), server on CPU %s, 4 chunks 1 ms apart; load average %s\n",
 		runtime.GOMAXPROCS(0), cpu, strings.Join(strings.Fields(string(load))[:3], " "))
-	fmt.Println("| loop | level | requests | run: send lag p50 / p99 | truth: arrival − scheduled p50 / p99 | floor (min) | truth above the floor p50 / p99 | spacing jitter p99 | arrival − Start p50 | client CPU per request | waiting for a CPU | run's warning |")
-	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	fmt.Println("| loop | level | requests | run: send lag p50 / p99 | truth: arrival − scheduled p50 / p99 | floor (min) | truth above the floor p50 / p99 | spacing jitter p99 | arrival − Start p50 | server's handler after its socket p50 | client CPU per request | waiting for a CPU | run's warning |")
+	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 	for _, lv := range levels("rate", rates) {
 		if err := ratesLevel(ctx, base, lv, seconds); err != nil {
 			return err
@@ -176,6 +186,7 @@ func ratesLevel(ctx context.Context, base string, lv level, seconds float64) err
 	if ct == nil || len(sched) == 0 || len(arr) < len(sched) {
 		return fmt.Errorf("%s %d: %d scheduled requests, %d arrivals", lv.mode, lv.load, len(sched), len(arr))
 	}
+	handler := useKernel(arr)
 	var lag, jitter []time.Duration
 	if lv.mode == "rate" {
 		lag, jitter = openTruth(arr[len(arr)-len(sched):], sched)
@@ -196,17 +207,18 @@ func ratesLevel(ctx context.Context, base string, lv level, seconds float64) err
 	if warn == "" {
 		warn = "none"
 	}
-	fmt.Printf("| %s | %d | %d | %s / %s | %s / %s | %s | %s / %s | %s | %s | %.1f µs | %.0f %% | %s |\n", loop, lv.load, len(sched),
+	fmt.Printf("| %s | %d | %d | %s / %s | %s / %s | %s | %s / %s | %s | %s | %s | %.1f µs | %.0f %% | %s |\n", loop, lv.load, len(sched),
 		us(ct.SendLagP50), us(ct.SendLagP99), us(pct(lag, 50)), us(pct(lag, 99)), us(floor), us(pct(above, 50)), us(pct(above, 99)),
-		jit, us(way), float64(used)/1e3/float64(len(sched)+len(sched)/2), 100*waited.Seconds()/wall.Seconds(), warn)
+		jit, us(way), handler, float64(used)/1e3/float64(len(sched)+len(sched)/2), 100*waited.Seconds()/wall.Seconds(), warn)
 	return nil
 }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/1e3) }
 
-// openTruth pairs the k-th arrival with the k-th scheduled time (both
-// sorted): the lags (arrival − scheduled) and the spacing errors
-// (|gap between arrivals − gap between scheduled times|).
+// openTruth pairs the k-th arrival with the request of the k-th Start
+// (sched is in the order of the Starts): the lags (arrival − scheduled)
+// and the spacing errors (|gap between arrivals − gap between scheduled
+// times|).
 func openTruth(arr []arrival, sched []time.Time) (lag, jitter []time.Duration) {
 	at := make([]int64, len(arr))
 	for i, a := range arr {
@@ -237,6 +249,25 @@ func closedTruth(arr []arrival, n int) []time.Duration {
 		last[a.Conn] = a.End
 	}
 	return gaps
+}
+
+// useKernel makes each arrival's time the kernel's receive time of its
+// bytes where the server kept it (the server's goroutines may run late;
+// the socket's stamp does not; a request without one keeps its handler's
+// entry), and says how many had one and the median of the handler's entry
+// after it.
+func useKernel(arr []arrival) string {
+	var after []time.Duration
+	for i, a := range arr {
+		if a.Kernel != 0 {
+			after = append(after, time.Duration(a.Arrived-a.Kernel))
+			arr[i].Arrived = a.Kernel
+		}
+	}
+	if len(after) == 0 {
+		return "no stamps"
+	}
+	return fmt.Sprintf("%s (%d of %d stamped)", us(pct(after, 50)), len(after), len(arr))
 }
 
 // wayIn is the median of the k-th arrival minus the k-th Start (both
@@ -276,8 +307,8 @@ func runDelay() time.Duration {
 	return sum
 }
 
-// readSchedule returns the measured requests' scheduled times, sorted,
-// and their Starts.
+// readSchedule returns the measured requests' scheduled times and
+// Starts, in the order of their Starts.
 func readSchedule(path string) (sched, starts []time.Time, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -297,8 +328,16 @@ func readSchedule(path string) (sched, starts []time.Time, err error) {
 		}
 		sched, starts = append(sched, l.Scheduled), append(starts, l.Record.Start)
 	}
-	slices.SortFunc(sched, func(a, b time.Time) int { return a.Compare(b) })
-	return sched, starts, nil
+	idx := make([]int, len(starts))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return starts[a].Compare(starts[b]) })
+	ss, st := make([]time.Time, len(idx)), make([]time.Time, len(idx))
+	for k, i := range idx {
+		ss[k], st[k] = sched[i], starts[i]
+	}
+	return ss, st, nil
 }
 
 // runTiming reads results.json's client_timing.

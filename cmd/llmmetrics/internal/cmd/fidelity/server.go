@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -22,7 +23,8 @@ type server struct {
 }
 
 type reqTimes struct {
-	start  time.Time // the handler entered: the request's arrival
+	start  time.Time // the handler entered
+	kernel time.Time // the request's bytes reached the socket (zero: not known)
 	chunks []time.Time
 	conn   string    // the client's address: requests of one connection share it
 	end    time.Time // the answer's last bytes flushed
@@ -39,13 +41,29 @@ func runServer(addr string, tokens int, every, ttft time.Duration) error {
 	mux.HandleFunc("GET /truth", s.truth)
 	mux.HandleFunc("GET /arrivals", s.arrivals)
 	fmt.Println(ln.Addr().String())
-	return (&http.Server{Handler: mux, ConnState: func(_ net.Conn, st http.ConnState) {
+	return (&http.Server{Handler: mux, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, c)
+	}, ConnState: func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			s.mu.Lock()
 			s.conns++
 			s.mu.Unlock()
 		}
-	}}).Serve(ln)
+	}}).Serve(stampListener{ln})
+}
+
+// connKey is the context key of a request's connection.
+type connKey struct{}
+
+// stampListener accepts connections that keep the kernel's receive times.
+type stampListener struct{ net.Listener }
+
+func (l stampListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return stamped(c), nil
 }
 
 var (
@@ -55,6 +73,9 @@ var (
 
 func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	rt := &reqTimes{start: time.Now(), chunks: make([]time.Time, 0, s.tokens), conn: r.RemoteAddr}
+	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+		rt.kernel = kernelArrival(c)
+	}
 	s.mu.Lock()
 	s.reqs = append(s.reqs, rt)
 	s.mu.Unlock()
