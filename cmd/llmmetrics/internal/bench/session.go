@@ -89,15 +89,67 @@ func (r *repeatRun) nextSession() *workload.Session {
 	return s
 }
 
-// send sends req in slot i and returns the answer's text when
-// keepText (a session's next turn sends it back).
-func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, keepText bool) string {
+// body is req's request body in the -api's shape.
+func (r *repeatRun) body(req workload.Request) []byte {
+	return workload.Body(r.b.o.wl.api, r.b.model, req, r.b.o.wl.ignoreEOS)
+}
+
+// taken is a session taken for sending, its first request built: building
+// it ahead of its time leaves only the wait between the schedule and the
+// send.
+type taken struct {
+	s            *workload.Session
+	first, count int
+	req          workload.Request // the first turn's request
+	body         []byte           // its body (nil: the session gave no request)
+}
+
+// take takes the workload's next session (see start) and builds its
+// first request; nil when the repeat is full, the trace ended or the
+// workload failed.
+func (r *repeatRun) take() *taken {
+	s, first, count, ok := r.start()
+	if !ok {
+		return nil
+	}
+	t := &taken{s: s, first: first, count: count}
+	if req, ok := s.Next(); ok {
+		t.req, t.body = req, r.body(req)
+	}
+	return t
+}
+
+// ahead takes sessions for a closed-loop client one ahead of it, on a
+// goroutine of its own that runs while the client waits for its answer:
+// the client's next request is built before its previous one ends. The
+// channel closes when the repeat is full or ctx ends.
+func (r *repeatRun) ahead(ctx context.Context, wg *sync.WaitGroup) <-chan *taken {
+	ch := make(chan *taken)
+	wg.Go(func() {
+		defer close(ch)
+		for {
+			t := r.take()
+			if t == nil {
+				return
+			}
+			select {
+			case ch <- t:
+			case <-ctx.Done():
+				return
+			}
+		}
+	})
+	return ch
+}
+
+// send sends req (its body built) in slot i and returns the answer's
+// text when keepText (a session's next turn sends it back).
+func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, body []byte, keepText bool) string {
 	r.metas[i], r.used[i] = metaOf(req), true
 	k := keepNothing
 	if keepText {
 		k = keepAnswer
 	}
-	body := workload.Body(r.b.o.wl.api, r.b.model, req, r.b.o.wl.ignoreEOS)
 	r.flight.start(i)
 	s := r.b.send(context.WithValue(ctx, timingKey{}, &r.timings[i]), body, &r.records[i], k)
 	r.flight.end(i)
@@ -115,26 +167,33 @@ func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, keepT
 	return s.answer
 }
 
-// session sends s's first count turns in the slots from first, the first
+// session sends t's first count turns in the slots from first, the first
 // scheduled at due, each next one the think time after the previous
 // answer's end. It returns when the last request sent ended (due when
 // none was): a closed-loop client's next request is due then.
-func (r *repeatRun) session(ctx context.Context, s *workload.Session, first, count int, due time.Time) time.Time {
+func (r *repeatRun) session(ctx context.Context, t *taken, due time.Time) time.Time {
+	s := t.s
 	multi := s.Len() > 1
-	for turn := 0; turn < count && ctx.Err() == nil; turn++ {
+	for turn := 0; turn < t.count && ctx.Err() == nil; turn++ {
+		req, body := t.req, t.body
 		if turn > 0 {
 			due = due.Add(s.ThinkTime())
 			if !sleep(ctx, time.Until(due)) {
 				return due
 			}
+			var ok bool
+			if req, ok = s.Next(); ok {
+				body = r.body(req)
+			} else {
+				body = nil
+			}
 		}
-		req, ok := s.Next()
-		if !ok {
+		if body == nil {
 			return due // a failed turn ended the session
 		}
-		i := first + turn
+		i := t.first + turn
 		r.timings[i].scheduled = due
-		text := r.send(ctx, i, req, multi)
+		text := r.send(ctx, i, req, body, multi)
 		due = cmp.Or(r.records[i].End, time.Now())
 		if multi {
 			s.Answer(text)
@@ -183,17 +242,15 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 			if k > 0 {
 				next = next.Add(time.Duration(gaps.Rand() * float64(time.Second)))
 			}
-			// The session is taken before its time: only the wait is
-			// between the schedule and the send.
-			s, first, count, ok := r.start()
-			if !ok {
+			t := r.take() // before its time: only the wait is between the schedule and the send
+			if t == nil {
 				break
 			}
 			if sleepUntil(ctx, p, next) != nil {
 				break
 			}
 			due := next
-			w.run(func() { r.session(ctx, s, first, count, due) })
+			w.run(func() { r.session(ctx, t, due) })
 		}
 		w.close()
 	default:
@@ -201,12 +258,8 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 		for range int(load) {
 			wg.Go(func() {
 				due := began // a client's next request is due when its previous one ends
-				for ctx.Err() == nil {
-					s, first, count, ok := r.start()
-					if !ok {
-						return
-					}
-					due = r.session(ctx, s, first, count, due)
+				for t := range r.ahead(ctx, &wg) {
+					due = r.session(ctx, t, due)
 				}
 			})
 		}
@@ -292,12 +345,13 @@ func (b *bench) replay(ctx context.Context, r *repeatRun, w *workers) {
 			return
 		}
 		req, _ := s.Next()
+		body := r.body(req)
 		at := start.Add(req.Arrival)
 		r.timings[i].scheduled = at
 		if sleepUntil(ctx, p, at) != nil {
 			return
 		}
-		w.run(func() { r.send(ctx, i, req, false) })
+		w.run(func() { r.send(ctx, i, req, body, false) })
 	}
 }
 
