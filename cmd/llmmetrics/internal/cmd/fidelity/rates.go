@@ -41,7 +41,9 @@ import (
 // with the request whose Start came k-th (records.jsonl keeps each
 // request's Start beside its scheduled time). Two requests whose Starts
 // are closer than the way to the server may swap; a late request does not
-// shift the others' pairs. The measured requests are the last ones the
+// shift the others' pairs. A starved client (-hog) sends in bursts whose
+// requests reach the server in another order than they started: a floor
+// below zero says the pairing failed there. The measured requests are the last ones the
 // server received (the warm-up and the preflight come first).
 //
 // For a closed loop the run's send lag is the gap from a request's end
@@ -166,7 +168,10 @@ func ratesLevel(ctx context.Context, base string, lv level, seconds float64) err
 		args = append(args, "-concurrency", strconv.Itoa(lv.load), "-requests", strconv.Itoa(n), "-warmup", strconv.Itoa(lv.load))
 	}
 	cpu0, wait0, t0 := cpuTime(), runDelay(), time.Now()
-	if code := bench.Main(ctx, args, io.Discard, os.Stderr); code != 0 {
+	stopHog := startHog(hogOn)
+	code := bench.Main(ctx, args, io.Discard, os.Stderr)
+	stopHog()
+	if code != 0 {
 		return fmt.Errorf("bench exited %d", code)
 	}
 	used, waited, wall := cpuTime()-cpu0, runDelay()-wait0, time.Since(t0)
