@@ -21,7 +21,7 @@ import (
 
 // The rates mode measures bench's pacing against the truth server: an
 // open loop at each rate of -rates and a closed loop at each concurrency
-// of -closed, with short answers (4 chunks 1 ms apart), so the client's
+// of -closed, with short answers (one chunk, 1 ms after the request), so the client's
 // core spends its time sending. For each level it prints the send lag as
 // the run reported it (results.json client_timing: Record.Start minus the
 // scheduled time) and as the truth server saw it: the time each request
@@ -106,13 +106,13 @@ func startServer(ctx context.Context, cpu string, args ...string) (string, func(
 // runRates measures the open loop at each rate and the closed loop at
 // each concurrency, seconds of measured requests per level.
 func runRates(ctx context.Context, rates, closed string, seconds float64, cpu string) error {
-	base, stop, err := startServer(ctx, cpu, "-tokens", "4", "-every", "1ms", "-ttft", "1ms")
+	base, stop, err := startServer(ctx, cpu, "-tokens", "1", "-every", "1ms", "-ttft", "1ms")
 	if err != nil {
 		return err
 	}
 	defer stop()
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("client GOMAXPROCS %d (pin it with taskset -c 0), server on CPU %s, 4 chunks 1 ms apart; load average %s\n",
+	fmt.Printf("client GOMAXPROCS %d (pin it with taskset -c 0), server on CPU %s, one chunk after 1 ms; load average %s\n",
 		runtime.GOMAXPROCS(0), cpu, strings.Join(strings.Fields(string(load))[:3], " "))
 	fmt.Println("| loop | level | requests | run: send lag p50 / p99 | truth: arrival − scheduled p50 / p99 | floor (min) | truth above the floor p50 / p99 | spacing jitter p99 | arrival − Start p50 | server's handler after its socket p50 | client CPU per request | waiting for a CPU | run's warning |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
