@@ -75,15 +75,16 @@ func main() {
 		}
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	if *rates != "" || *closed != "" {
-		if err := runRates(ctx, *rates, *closed, *seconds, *cpu); err != nil {
+		if err := runRates(*rates, *closed, *seconds, *cpu); err != nil {
 			fmt.Fprintln(os.Stderr, "fidelity:", err)
+			pprof.StopCPUProfile()
 			os.Exit(1)
 		}
 		return
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
 	if err := runLadder(ctx, *streams, *tokens, *every, *ttft, *cpu); err != nil {
 		fmt.Fprintln(os.Stderr, "fidelity:", err)
 		pprof.StopCPUProfile()

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strconv"
@@ -105,7 +106,9 @@ func startServer(ctx context.Context, cpu string, args ...string) (string, func(
 
 // runRates measures the open loop at each rate and the closed loop at
 // each concurrency, seconds of measured requests per level.
-func runRates(ctx context.Context, rates, closed string, seconds float64, cpu string) error {
+func runRates(rates, closed string, seconds float64, cpu string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
 	base, stop, err := startServer(ctx, cpu, "-tokens", "1", "-every", "1ms", "-ttft", "1ms")
 	if err != nil {
 		return err
