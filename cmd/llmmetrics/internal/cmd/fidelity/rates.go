@@ -22,21 +22,25 @@ import (
 
 // The rates mode measures bench's pacing against the truth server: an
 // open loop at each rate of -rates and a closed loop at each concurrency
-// of -closed, with short answers (one chunk, 1 ms after the request), so the client's
-// core spends its time sending. For each level it prints the send lag as
-// the run reported it (results.json client_timing: Record.Start minus the
-// scheduled time) and as the truth server saw it: the time each request
-// reached the server's handler minus its scheduled time.
+// of -closed, with short answers (one chunk, 1 ms after the request), so
+// the client's core spends its time sending:
+//
+//	go build -o /tmp/fidelity ./cmd/llmmetrics/internal/cmd/fidelity
+//	taskset -c 0 /tmp/fidelity -rates 1000,5000 -closed 1,8
+//
+// For each level it prints the send lag as the run reported it
+// (results.json client_timing: Record.Start minus the scheduled time) and
+// as the truth server saw it: the time each request reached the server
+// minus its scheduled time.
 //
 // A request's arrival is the kernel's receive time of its bytes on the
 // server's socket (SO_TIMESTAMPNS, on Linux; elsewhere the handler's
 // entry), so the server's own scheduling does not count. The server's view
-// includes the way from the client's Start to the server's socket (the
-// client's HTTP stack and loopback), a delay of some tens of µs that no
-// clock on the client sees.
-// It is reported as the floor (the smallest arrival minus scheduled), and
-// the lag is given both raw and above that floor; the arrival spacing
-// against the scheduled spacing (jitter) needs no offset at all.
+// adds the way from the client's Start to the server's socket (loopback,
+// and whatever of the client's HTTP stack lies after Start), printed as
+// "arrival − Start p50". The lag is also given above its floor (the
+// smallest arrival minus scheduled), and the arrival spacing against the
+// scheduled spacing (jitter) needs no offset at all.
 //
 // Requests are matched by order: the k-th measured arrival at the server
 // with the request whose Start came k-th (records.jsonl keeps each
@@ -44,13 +48,19 @@ import (
 // are closer than the way to the server may swap; a late request does not
 // shift the others' pairs. A starved client (-hog) sends in bursts whose
 // requests reach the server in another order than they started: a floor
-// below zero says the pairing failed there. The measured requests are the last ones the
-// server received (the warm-up and the preflight come first).
+// below zero says the pairing failed there. The measured requests are the
+// last ones the server received (the warm-up and the preflight come
+// first).
 //
 // For a closed loop the run's send lag is the gap from a request's end
 // (its last byte read) to the same client's next request's Start; the
 // server sees, per connection, the gap from flushing an answer's last
-// bytes to the next request's arrival, which adds a loopback round trip.
+// bytes to the next request's arrival, which adds a loopback round trip
+// and the server's own flush.
+//
+// "waiting for a CPU" is the time the client's threads were runnable but
+// not running (Linux schedstat), over the run's wall time: what other
+// programs on the client's core took, a lag no pacer removes.
 
 // arrival is what the truth server recorded of one request.
 type arrival struct {
