@@ -289,9 +289,10 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 // workers run an open loop's requests on goroutines kept between them. A
 // new goroutine's stack starts at a few KB and is copied as it grows
 // through the request's first steps (building the body, the Tracker's
-// attribute set, the HTTP client): a quarter of the client's CPU at 2,000
-// requests/s of short answers, spent again for every request. A kept
-// goroutine has its stack grown already.
+// attribute set, the HTTP client), spent again for every request: a
+// quarter of the client's CPU in a profile at 2,000 requests/s of short
+// answers. A kept goroutine has its stack grown already (until a
+// collection shrinks an idle one).
 type workers struct {
 	wg   *sync.WaitGroup
 	jobs chan func() // unbuffered: a send succeeds only to an idle worker
