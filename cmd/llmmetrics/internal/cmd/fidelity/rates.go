@@ -34,8 +34,9 @@ import (
 // minus its scheduled time.
 //
 // A request's arrival is the kernel's receive time of its bytes on the
-// server's socket (SO_TIMESTAMPNS, on Linux; elsewhere the handler's
-// entry), so the server's own scheduling does not count. The server's view
+// server's socket where the truth server keeps it (arrivedAt), so the
+// server's own scheduling does not count; else its handler's entry, which
+// adds the server's delay before its handler runs. The server's view
 // adds the way from the client's Start to the server's socket (loopback,
 // and whatever of the client's HTTP stack lies after Start), printed as
 // "arrival − Start p50". The lag is also given above its floor (the
@@ -70,18 +71,40 @@ type arrival struct {
 	Conn    string `json:"conn"`            // the client's address
 }
 
+// reqEnd is when a request's answer ended, and on which connection.
+type reqEnd struct {
+	conn string    // the client's address: requests of one connection share it
+	at   time.Time // the answer's last bytes flushed
+}
+
+// ended notes that rt's answer was flushed to its end, on conn.
+func (s *server) ended(rt *reqTimes, conn string) {
+	at := time.Now()
+	s.mu.Lock()
+	if s.ends == nil {
+		s.ends = map[*reqTimes]reqEnd{}
+	}
+	s.ends[rt] = reqEnd{conn: conn, at: at}
+	s.mu.Unlock()
+}
+
+// arrivedAt is when rt's request reached the server, and whether that is
+// the kernel's receive time of its bytes: here the handler's entry.
+func arrivedAt(rt *reqTimes) (time.Time, bool) { return rt.start, false }
+
 // arrivals answers every request received since the last reset, in
 // arrival order.
 func (s *server) arrivals(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	out := make([]arrival, len(s.reqs))
 	for i, rt := range s.reqs {
-		out[i] = arrival{Arrived: rt.start.UnixNano(), Conn: rt.conn}
-		if !rt.kernel.IsZero() {
-			out[i].Kernel = rt.kernel.UnixNano()
+		at, kernel := arrivedAt(rt)
+		out[i] = arrival{Arrived: rt.start.UnixNano()}
+		if kernel {
+			out[i].Kernel = at.UnixNano()
 		}
-		if !rt.end.IsZero() {
-			out[i].End = rt.end.UnixNano()
+		if e, ok := s.ends[rt]; ok {
+			out[i].Conn, out[i].End = e.conn, e.at.UnixNano()
 		}
 	}
 	s.mu.Unlock()

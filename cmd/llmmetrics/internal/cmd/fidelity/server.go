@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -20,14 +19,12 @@ type server struct {
 	mu    sync.Mutex
 	reqs  []*reqTimes
 	conns int // connections opened since the last reset
+	ends  map[*reqTimes]reqEnd
 }
 
 type reqTimes struct {
-	start  time.Time // the handler entered
-	kernel time.Time // the request's bytes reached the socket (zero: not known)
+	start  time.Time
 	chunks []time.Time
-	conn   string    // the client's address: requests of one connection share it
-	end    time.Time // the answer's last bytes flushed
 }
 
 func runServer(addr string, tokens int, every, ttft time.Duration) error {
@@ -41,29 +38,13 @@ func runServer(addr string, tokens int, every, ttft time.Duration) error {
 	mux.HandleFunc("GET /truth", s.truth)
 	mux.HandleFunc("GET /arrivals", s.arrivals)
 	fmt.Println(ln.Addr().String())
-	return (&http.Server{Handler: mux, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-		return context.WithValue(ctx, connKey{}, c)
-	}, ConnState: func(_ net.Conn, st http.ConnState) {
+	return (&http.Server{Handler: mux, ConnState: func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			s.mu.Lock()
 			s.conns++
 			s.mu.Unlock()
 		}
-	}}).Serve(stampListener{ln})
-}
-
-// connKey is the context key of a request's connection.
-type connKey struct{}
-
-// stampListener accepts connections that keep the kernel's receive times.
-type stampListener struct{ net.Listener }
-
-func (l stampListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return stamped(c), nil
+	}}).Serve(ln)
 }
 
 var (
@@ -72,10 +53,7 @@ var (
 )
 
 func (s *server) stream(w http.ResponseWriter, r *http.Request) {
-	rt := &reqTimes{start: time.Now(), chunks: make([]time.Time, 0, s.tokens), conn: r.RemoteAddr}
-	if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
-		rt.kernel = kernelArrival(c)
-	}
+	rt := &reqTimes{start: time.Now(), chunks: make([]time.Time, 0, s.tokens)}
 	s.mu.Lock()
 	s.reqs = append(s.reqs, rt)
 	s.mu.Unlock()
@@ -97,10 +75,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(doneChunks)
 	_, _ = io.WriteString(w, usage)
 	fl.Flush()
-	end := time.Now()
-	s.mu.Lock()
-	rt.end = end
-	s.mu.Unlock()
+	s.ended(rt, r.RemoteAddr)
 }
 
 // truth answers the TTFT and ITL lists of the requests after the first
@@ -109,7 +84,7 @@ func (s *server) truth(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r.URL.Query().Get("reset") == "1" {
-		s.reqs, s.conns = nil, 0
+		s.reqs, s.conns, s.ends = nil, 0, nil
 		fmt.Fprintln(w, "{}")
 		return
 	}
