@@ -66,7 +66,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// environment overrides this.
 		debug.SetGCPercent(400)
 	}
-	return run(ctx, args, env{stdout: stdout, stderr: stderr, live: live, newFake: llmmetricstest.NewServer})
+	return run(ctx, args, env{stdout: stdout, stderr: stderr, live: live, newFake: llmmetricstest.NewServer, newPacer: newPacer})
 }
 
 // env is what run needs from the process; tests replace newFake with
@@ -79,6 +79,9 @@ type env struct {
 	// wrap, when set, wraps the measured clients' base transports (tests
 	// see there what the server receives).
 	wrap func(http.RoundTripper) http.RoundTripper
+	// newPacer makes the open loop's pacer (nil: the runtime's timers,
+	// which a testing/synctest bubble fakes).
+	newPacer func() pacer
 }
 
 // isTerminal reports whether f is a character device (a terminal).

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"strings"
 	"time"
 
@@ -209,19 +208,29 @@ func writeTiming(w io.Writer, ct *ClientTiming) {
 	}
 }
 
-// spinWindow is how long before its time an open-loop arrival stops
-// sleeping on a timer and yields the processor until the time comes: Go's
-// timers wake a few hundred µs late on a busy machine (median ~260 µs
-// measured on a loaded 2-core Linux host), a yielding wait wakes within
-// a µs when the processor is free.
-const spinWindow = 500 * time.Microsecond
+// pacer waits until an instant, as precisely as the platform allows.
+type pacer interface {
+	// waitUntil returns at at (or soon after), not before.
+	waitUntil(at time.Time)
+	close()
+}
 
-// maxYields bounds the yielding wait: past it, the rest is slept.
-const maxYields = 100_000
+// timerPacer waits with the runtime's timers: exact in a testing/synctest
+// bubble, up to ~1 ms late on an idle Linux program (see timerfdPacer).
+type timerPacer struct{}
 
-// sleepUntil waits until at, or until ctx is done (its error).
-func sleepUntil(ctx context.Context, at time.Time) error {
-	if d := time.Until(at) - spinWindow; d > 0 {
+func (timerPacer) waitUntil(at time.Time) { time.Sleep(time.Until(at)) }
+func (timerPacer) close()                 {}
+
+// preciseWindow is how long before its time an open-loop arrival stops
+// waiting on a runtime timer (which its context can stop) and waits on
+// the pacer: more than the runtime timer's ~1 ms of lateness when idle.
+const preciseWindow = 2 * time.Millisecond
+
+// sleepUntil waits until at, or until ctx is done (its error): on a
+// runtime timer up to preciseWindow before at, then on p.
+func sleepUntil(ctx context.Context, p pacer, at time.Time) error {
+	if d := time.Until(at) - preciseWindow; d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -230,17 +239,9 @@ func sleepUntil(ctx context.Context, at time.Time) error {
 			return ctx.Err()
 		}
 	}
-	for i := 0; time.Now().Before(at); i++ {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if i == maxYields {
-			// A clock that does not move while goroutines run (a
-			// testing/synctest bubble), or a processor that others hold.
-			time.Sleep(time.Until(at))
-			break
-		}
-		runtime.Gosched()
+	if err := ctx.Err(); err != nil {
+		return err
 	}
+	p.waitUntil(at)
 	return ctx.Err()
 }

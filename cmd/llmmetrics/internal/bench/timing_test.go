@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -124,11 +126,11 @@ func TestCountFrames(t *testing.T) {
 func TestSleepUntil(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		at := time.Now().Add(3 * time.Millisecond)
-		require.NoError(t, sleepUntil(context.Background(), at))
-		assert.Equal(t, at, time.Now(), "wakes at its time in a bubble (the yields end in a sleep)")
+		require.NoError(t, sleepUntil(context.Background(), timerPacer{}, at))
+		assert.Equal(t, at, time.Now(), "wakes at its time in a bubble")
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		assert.ErrorIs(t, sleepUntil(ctx, time.Now().Add(time.Second)), context.Canceled)
+		assert.ErrorIs(t, sleepUntil(ctx, timerPacer{}, time.Now().Add(time.Second)), context.Canceled)
 	})
 }
 
@@ -211,5 +213,37 @@ func TestScheduledReplayAndSessions(t *testing.T) {
 				assert.Equal(t, want, l.Scheduled, "line %d (session %d turn %d)", i+1, l.Session, l.Turn)
 			}
 		})
+	})
+}
+
+// TestWorkers: each job runs once; a job given while a worker is idle runs
+// on that worker (no new goroutine); jobs given while all are busy get new
+// ones; close ends the idle workers, and the busy ones after their job (the
+// bubble fails the test if a goroutine outlives it).
+func TestWorkers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var wg sync.WaitGroup
+		w := newWorkers(&wg)
+		var ran atomic.Int64
+		job := func(d time.Duration) func() {
+			return func() { time.Sleep(d); ran.Add(1) }
+		}
+		w.run(job(time.Second))
+		w.run(job(time.Second)) // the first is busy: a second worker
+		synctest.Wait()
+		assert.Equal(t, 2, w.n)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		for range 5 { // both idle: no new worker
+			w.run(job(time.Millisecond))
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		assert.Equal(t, 2, w.n)
+		w.run(job(time.Hour)) // busy at close: ends after its job
+		w.close()
+		wg.Wait()
+		assert.Equal(t, int64(8), ran.Load())
+		assert.Equal(t, 2, w.n)
 	})
 }

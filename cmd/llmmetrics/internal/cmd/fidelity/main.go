@@ -49,6 +49,9 @@ func main() {
 		cpu     = flag.String("server-cpu", "1", "taskset CPU list of the server child")
 		hog     = flag.Bool("hog", false, "starve the client: a goroutine that spins during each bench run (with GOMAXPROCS=1, the run should warn that its timing is client-bound)")
 		prof    = flag.String("cpuprofile", "", "write the client's CPU profile (the ladder's bench runs) to this file")
+		rates   = flag.String("rates", "", "measure pacing instead of the ladder: open-loop rates per second (e.g. 1000,5000; see rates.go)")
+		closed  = flag.String("closed", "", "with -rates: closed-loop concurrencies whose start gap to measure (e.g. 1,8)")
+		seconds = flag.Float64("seconds", 2, "with -rates: measured seconds per level")
 	)
 	flag.Parse()
 	hogOn = *hog
@@ -68,6 +71,14 @@ func main() {
 	if *serve {
 		if err := runServer(*addr, *tokens, *every, *ttft); err != nil {
 			fmt.Fprintln(os.Stderr, "fidelity server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *rates != "" || *closed != "" {
+		if err := runRates(*rates, *closed, *seconds, *cpu); err != nil {
+			fmt.Fprintln(os.Stderr, "fidelity:", err)
+			pprof.StopCPUProfile()
 			os.Exit(1)
 		}
 		return

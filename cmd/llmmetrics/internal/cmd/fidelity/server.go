@@ -19,6 +19,7 @@ type server struct {
 	mu    sync.Mutex
 	reqs  []*reqTimes
 	conns int // connections opened since the last reset
+	ends  map[*reqTimes]reqEnd
 }
 
 type reqTimes struct {
@@ -35,6 +36,7 @@ func runServer(addr string, tokens int, every, ttft time.Duration) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.stream)
 	mux.HandleFunc("GET /truth", s.truth)
+	mux.HandleFunc("GET /arrivals", s.arrivals)
 	fmt.Println(ln.Addr().String())
 	return (&http.Server{Handler: mux, ConnState: func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
@@ -73,6 +75,7 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(doneChunks)
 	_, _ = io.WriteString(w, usage)
 	fl.Flush()
+	s.ended(rt, r.RemoteAddr)
 }
 
 // truth answers the TTFT and ITL lists of the requests after the first
@@ -81,7 +84,7 @@ func (s *server) truth(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r.URL.Query().Get("reset") == "1" {
-		s.reqs, s.conns = nil, 0
+		s.reqs, s.conns, s.ends = nil, 0, nil
 		fmt.Fprintln(w, "{}")
 		return
 	}
