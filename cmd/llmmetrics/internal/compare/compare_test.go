@@ -197,9 +197,9 @@ func TestLevels(t *testing.T) {
 	assert.Equal(t, "concurrency 4", c.Levels[0].Level)
 	assert.Equal(t, []string{"concurrency 1: only in BASE", "concurrency 8: only in NEW"}, c.Notes)
 	assert.Contains(t, verdictOf(t, c, "output_throughput").Method, "over the repeats (3)")
-	assert.Contains(t, verdictOf(t, c, "p50 ttft").Method, "two-stage bootstrap: the repeats (3 and 3)")
-	assert.Contains(t, verdictOf(t, c, "p99 itl").Method, "with all their gaps")
-	assert.Contains(t, verdictOf(t, c, "slo_attainment").Method, "two-stage bootstrap")
+	assert.Contains(t, verdictOf(t, c, "p50 ttft").Method, "Welch t interval over the repeats (3 and 3)")
+	assert.Contains(t, verdictOf(t, c, "p99 itl").Method, "Welch t interval over the repeats (3 and 3)")
+	assert.Contains(t, verdictOf(t, c, "slo_attainment").Method, "over the repeats (3 and 3)")
 
 	eight := 8.0
 	_, err = Compare(ia, ib, Options{MinChange: 0.05, Resamples: 200, Seed: 1, Load: &eight})
