@@ -82,6 +82,9 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 	}
 	c := &Comparison{Base: base.Name, New: nw.Name, MinChange: o.MinChange, Notes: notes}
 	c.Warnings = comparability(base, nw, o.SLO)
+	if n := saturationNote(base, nw); n != "" {
+		c.Notes = append(c.Notes, n)
+	}
 	s := settings{minChange: o.MinChange, resamples: o.Resamples, seed: o.Seed}
 	for _, p := range pairs {
 		b, n := p[0], p[1]
@@ -140,6 +143,27 @@ func pairLevels(b, n *Input, load *float64) ([][2]Level, []string, error) {
 		return nil, nil, fmt.Errorf("BASE (%s) and NEW (%s) have no load level in common: pick one of each with -load, or compare files of one run", levelList(b), levelList(n))
 	}
 	return pairs, notes, nil
+}
+
+// saturationNote names the saturation points of two bench runs when they
+// differ: a note, not a verdict, since the levels are compared at matched
+// load whatever each run concluded, and a knee found one level apart by
+// two runs of one server is within the sweep's resolution.
+func saturationNote(b, n *Input) string {
+	if b.Results == nil || n.Results == nil || b.Results.Saturation == nil || n.Results.Saturation == nil {
+		return ""
+	}
+	sb, sn := *b.Results.Saturation, *n.Results.Saturation
+	if sb == sn || (!sb.Found && !sn.Found) {
+		return ""
+	}
+	name := func(r *BenchResults) string {
+		if !r.Saturation.Found {
+			return "none found"
+		}
+		return fmt.Sprintf("%s %g", r.Mode, r.Saturation.Load)
+	}
+	return fmt.Sprintf("saturation point: BASE %s, NEW %s (each run's own verdict; the levels below are compared at the loads both ran)", name(b.Results), name(n.Results))
 }
 
 // runLabel names a level, or "one run" for a file.

@@ -315,3 +315,32 @@ func TestFileAgainstLevel(t *testing.T) {
 	assert.Equal(t, "BASE one run vs NEW concurrency 4", c.Levels[0].Level)
 	assert.Equal(t, NoChange, verdictOf(t, c, "mean ttft").Verdict, "the same requests")
 }
+
+// TestSaturationNote: two bench runs whose saturation verdicts differ get
+// a note naming both; equal verdicts, none found on either side, or a
+// file on one side get none.
+func TestSaturationNote(t *testing.T) {
+	run := func(found bool, load float64) *Input {
+		r := &BenchResults{Mode: "concurrency"}
+		r.Saturation = &struct {
+			Found bool    `json:"found"`
+			Load  float64 `json:"load"`
+		}{found, load}
+		return &Input{Results: r}
+	}
+	for _, tt := range []struct {
+		name string
+		b, n *Input
+		want string
+	}{
+		{"one level apart", run(true, 32), run(true, 64), "saturation point: BASE concurrency 32, NEW concurrency 64 (each run's own verdict; the levels below are compared at the loads both ran)"},
+		{"found in one", run(false, 0), run(true, 16), "saturation point: BASE none found, NEW concurrency 16 (each run's own verdict; the levels below are compared at the loads both ran)"},
+		{"the same", run(true, 32), run(true, 32), ""},
+		{"none found", run(false, 0), run(false, 0), ""},
+		{"a file", &Input{}, run(true, 32), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, saturationNote(tt.b, tt.n))
+		})
+	}
+}
