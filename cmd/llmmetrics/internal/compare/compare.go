@@ -86,6 +86,7 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 		c.Notes = append(c.Notes, n)
 	}
 	s := settings{minChange: o.MinChange, resamples: o.Resamples, seed: o.Seed}
+	var single []string // levels not repeated on both sides
 	for _, p := range pairs {
 		b, n := p[0], p[1]
 		b.slo, n.slo = sloOf(base, o.SLO), sloOf(nw, o.SLO)
@@ -95,6 +96,12 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 		}
 		t.Results = append(compareLatencies(b.sample, n.sample, s), compareRates(b.sample, n.sample, s)...)
 		c.Levels = append(c.Levels, t)
+		if len(b.repeats) < 2 || len(n.repeats) < 2 {
+			single = append(single, t.Level)
+		}
+	}
+	if len(single) > 0 {
+		c.Notes = append(c.Notes, singleRunNote(single))
 	}
 	return c, nil
 }
@@ -143,6 +150,17 @@ func pairLevels(b, n *Input, load *float64) ([][2]Level, []string, error) {
 		return nil, nil, fmt.Errorf("BASE (%s) and NEW (%s) have no load level in common: pick one of each with -load, or compare files of one run", levelList(b), levelList(n))
 	}
 	return pairs, notes, nil
+}
+
+// singleRunNote says what the intervals of levels measured once (on
+// either side) cover: the requests' sampling noise, not the spread between
+// runs.
+func singleRunNote(levels []string) string {
+	where := ""
+	if levels[0] != "" {
+		where = " (" + strings.Join(levels, ", ") + ")"
+	}
+	return "one run a side" + where + ": the intervals hold the noise of sampling requests within each run, not the spread between runs; repeat both (bench -repeats 3) for intervals that hold it"
 }
 
 // saturationNote names the saturation points of two bench runs when they

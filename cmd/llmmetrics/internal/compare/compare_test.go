@@ -195,7 +195,7 @@ func TestLevels(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.Levels, 1, "the one level both have")
 	assert.Equal(t, "concurrency 4", c.Levels[0].Level)
-	assert.Equal(t, []string{"concurrency 1: only in BASE", "concurrency 8: only in NEW"}, c.Notes)
+	assert.Equal(t, []string{"concurrency 1: only in BASE", "concurrency 8: only in NEW"}, c.Notes, "repeated on both sides: no one-run note")
 	assert.Contains(t, verdictOf(t, c, "output_throughput").Method, "over the repeats (3)")
 	assert.Contains(t, verdictOf(t, c, "p50 ttft").Method, "Welch t interval over the repeats (3 and 3)")
 	assert.Contains(t, verdictOf(t, c, "p99 itl").Method, "Welch t interval over the repeats (3 and 3)")
@@ -313,6 +313,7 @@ func TestFileAgainstLevel(t *testing.T) {
 	c, err := Compare(ia, ib, Options{MinChange: 0.05, Resamples: 200, Seed: 1})
 	require.NoError(t, err)
 	assert.Equal(t, "BASE one run vs NEW concurrency 4", c.Levels[0].Level)
+	assert.Equal(t, []string{"one run a side (BASE one run vs NEW concurrency 4): the intervals hold the noise of sampling requests within each run, not the spread between runs; repeat both (bench -repeats 3) for intervals that hold it"}, c.Notes)
 	assert.Equal(t, NoChange, verdictOf(t, c, "mean ttft").Verdict, "the same requests")
 }
 
