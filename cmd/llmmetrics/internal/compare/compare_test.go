@@ -196,7 +196,7 @@ func TestLevels(t *testing.T) {
 	require.Len(t, c.Levels, 1, "the one level both have")
 	assert.Equal(t, "concurrency 4", c.Levels[0].Level)
 	assert.Equal(t, []string{"concurrency 1: only in BASE", "concurrency 8: only in NEW"}, c.Notes, "repeated on both sides: no one-run note")
-	assert.Contains(t, verdictOf(t, c, "output_throughput").Method, "over the repeats (3)")
+	assert.Contains(t, verdictOf(t, c, "output_throughput").Method, "over the repeats (3 and 3)")
 	assert.Contains(t, verdictOf(t, c, "p50 ttft").Method, "Welch t interval over the repeats (3 and 3)")
 	assert.Contains(t, verdictOf(t, c, "p99 itl").Method, "Welch t interval over the repeats (3 and 3)")
 	assert.Contains(t, verdictOf(t, c, "slo_attainment").Method, "over the repeats (3 and 3)")
@@ -260,7 +260,7 @@ func TestRateReps(t *testing.T) {
 	point, reps, method = rateReps(sample{repeats: [][]llmmetrics.Record{recs, rep2}}, tokens)
 	assert.Equal(t, []float64{30, 15}, reps)
 	assert.InDelta(t, 22.5, point, 1e-9)
-	assert.Contains(t, method, "repeats (2)")
+	assert.Contains(t, method, "repeats (2 and 2)")
 }
 
 func TestParseFailOn(t *testing.T) {

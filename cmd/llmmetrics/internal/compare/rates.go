@@ -57,7 +57,7 @@ func rateReps(s sample, value func(llmmetrics.Record) float64) (point float64, r
 			reps = append(reps, sum(rr, value)/d.Seconds())
 		}
 		point, _ = meanSE(reps)
-		return point, reps, fmt.Sprintf("Welch t interval over the repeats (%d)", len(reps))
+		return point, reps, repeatMethod(len(reps), len(reps), false)
 	}
 	d, start := span(s.recs)
 	if d <= 0 {
@@ -123,7 +123,9 @@ func compareRates(b, n sample, s settings) []Result {
 		pn, rn, mn := rateReps(n, func(r llmmetrics.Record) float64 { return rt.value(r, n.slo) })
 		res.Base, res.New, res.BaseN, res.NewN = pb, pn, len(rb), len(rn)
 		res.Method = mb
-		if mn != mb {
+		if len(b.repeats) >= 2 && len(n.repeats) >= 2 {
+			res.Method = repeatMethod(len(rb), len(rn), false)
+		} else if mn != mb {
 			res.Method = "BASE: " + mb + "; NEW: " + mn
 		}
 		if rb == nil || rn == nil {
@@ -178,7 +180,7 @@ func compareAttainment(b, n sample, s settings) Result {
 	if len(b.repeats) >= 2 && len(n.repeats) >= 2 {
 		// Repeated runs: Welch's interval over each repeat's attainment.
 		res.setWelch(attainments(b), attainments(n))
-		res.Method = repeatMethod(len(b.repeats), len(n.repeats)) + "; change in percentage points"
+		res.Method = repeatMethod(len(b.repeats), len(n.repeats), true) + "; change in percentage points"
 		res.judge(s.minChange)
 		return res
 	}

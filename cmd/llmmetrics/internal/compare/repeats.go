@@ -40,9 +40,15 @@ func repeatValues(reps [][]llmmetrics.Record, vals func(llmmetrics.Record) []flo
 	return per, pooled
 }
 
-// repeatMethod says how a repeated level's interval is computed.
-func repeatMethod(kb, kn int) string {
-	return fmt.Sprintf("Welch t interval over the repeats (%d and %d): each repeat's own statistic as a replicate, Welch–Satterthwaite degrees of freedom, around the change of all repeats pooled", kb, kn)
+// repeatMethod says how a repeated level's interval is computed, around
+// the change of the statistic of all repeats pooled or, for rates, of the
+// repeats' mean.
+func repeatMethod(kb, kn int, pooled bool) string {
+	around := "all repeats pooled"
+	if !pooled {
+		around = "the repeats' mean"
+	}
+	return fmt.Sprintf("Welch t interval over the repeats (%d and %d): each repeat's own value as a replicate, Welch–Satterthwaite degrees of freedom, around the change of %s", kb, kn, around)
 }
 
 // compareRepeated compares statistics of one latency of two repeated
@@ -53,7 +59,7 @@ func compareRepeated(name string, b, n [][]llmmetrics.Record, vals func(llmmetri
 	pn, xn := repeatValues(n, vals)
 	var out []Result
 	for _, st := range stats {
-		r := Result{Metric: statName(st) + " " + name, Unit: "ms", Method: repeatMethod(len(pb), len(pn)), BaseN: len(xb), NewN: len(xn)}
+		r := Result{Metric: statName(st) + " " + name, Unit: "ms", Method: repeatMethod(len(pb), len(pn), true), BaseN: len(xb), NewN: len(xn)}
 		need := 1
 		if !st.mean {
 			need = minSamples(st.p)
