@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,6 +104,9 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 	if len(single) > 0 {
 		c.Notes = append(c.Notes, singleRunNote(single))
 	}
+	if len(c.Levels) > 1 {
+		c.Notes = append(c.Notes, chanceNote(c.Levels))
+	}
 	return c, nil
 }
 
@@ -161,6 +165,24 @@ func singleRunNote(levels []string) string {
 		where = " (" + strings.Join(levels, ", ") + ")"
 	}
 	return "one run a side" + where + ": the intervals hold the noise of sampling requests within each run, not the spread between runs; repeat both (bench -repeats 3) for intervals that hold it"
+}
+
+// chanceNote says how many verdicts a comparison of several levels holds
+// and how many of them chance alone may call a change: each verdict is
+// judged by its own 95 % interval, which excludes 0 by chance in up to
+// 5 % of comparisons of runs that do not differ (the calibration measures
+// at most about 2.5 % each way).
+func chanceNote(levels []LevelTable) string {
+	n := 0
+	for _, t := range levels {
+		for _, r := range t.Results {
+			if r.Verdict != NotCompared {
+				n++
+			}
+		}
+	}
+	return fmt.Sprintf("%d verdicts over %d levels, each by its own 95%% interval: even between runs that do not differ, up to about %d of them (5%%) may be called a change by chance; gate with -fail-on on the few metrics that matter, or compare one level with -load",
+		n, len(levels), int(math.Ceil(0.05*float64(n))))
 }
 
 // saturationNote names the saturation points of two bench runs when they

@@ -194,6 +194,9 @@ func TestLevels(t *testing.T) {
 	c, err := Compare(ia, ib, Options{MinChange: 0.05, Resamples: 200, Seed: 1, SLO: llmmetrics.SLO{TTFT: 60 * time.Millisecond}})
 	require.NoError(t, err)
 	require.Len(t, c.Levels, 1, "the one level both have")
+	for _, n := range c.Notes {
+		assert.NotContains(t, n, "by chance", "one level: no note on the number of verdicts")
+	}
 	assert.Equal(t, "concurrency 4", c.Levels[0].Level)
 	assert.Equal(t, []string{"concurrency 1: only in BASE", "concurrency 8: only in NEW"}, c.Notes, "repeated on both sides: no one-run note")
 	assert.Contains(t, verdictOf(t, c, "output_throughput").Method, "over the repeats (3 and 3)")
@@ -344,4 +347,22 @@ func TestSaturationNote(t *testing.T) {
 			assert.Equal(t, tt.want, saturationNote(tt.b, tt.n))
 		})
 	}
+}
+
+// TestChanceNote: 3 levels of 24 metrics, 2 of them n/a, are 70 verdicts,
+// of which 5 % is 3.5: up to about 4 called by chance.
+func TestChanceNote(t *testing.T) {
+	level := func(na int) LevelTable {
+		var lt LevelTable
+		for i := range 24 {
+			v := NoChange
+			if i < na {
+				v = NotCompared
+			}
+			lt.Results = append(lt.Results, Result{Verdict: v})
+		}
+		return lt
+	}
+	got := chanceNote([]LevelTable{level(0), level(2), level(0)})
+	assert.Equal(t, "70 verdicts over 3 levels, each by its own 95% interval: even between runs that do not differ, up to about 4 of them (5%) may be called a change by chance; gate with -fail-on on the few metrics that matter, or compare one level with -load", got)
 }
