@@ -7,6 +7,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -123,4 +126,92 @@ func TestCalibrationMean(t *testing.T) {
 	found := verdictCounts(powerTrials, 2000, mean, resamples, 1.10, []float64{DefaultMinChange}, Regression)[0][0]
 	t.Logf("mean: +10%% found in %d of %d trials", found, powerTrials)
 	assert.GreaterOrEqual(t, float64(found)/powerTrials, 0.80)
+}
+
+// The calibration of the verdicts of repeated levels (bench -repeats), on
+// seeded synthetic runs: every repeat draws its TTFTs from the log-normal
+// above with its own median, 100 ms × exp(τ·Z) with Z standard normal, so
+// repeats differ by more than their requests' sampling noise, as runs do
+// when the machine's load changes between them.
+
+// repeatedRuns returns k repeats of n requests, each repeat's TTFTs
+// log-normal with median 100 ms × scale × exp(τ·Z).
+func repeatedRuns(rng *rand.Rand, k, n int, tau, scale float64) [][]llmmetrics.Record {
+	reps := make([][]llmmetrics.Record, k)
+	for i := range reps {
+		run := scale * math.Exp(tau*rng.NormFloat64())
+		for _, x := range lognormal(rng, n, run) {
+			d := time.Duration(x * float64(time.Millisecond))
+			reps[i] = append(reps[i], llmmetrics.Record{Start: t0, FirstToken: t0.Add(d), Outcome: llmmetrics.OutcomeOK})
+		}
+	}
+	return reps
+}
+
+// repeatedCounts runs trials comparisons of two repeated levels (k repeats
+// of n requests each, run-to-run spread tau, NEW scaled by shift) and
+// counts, per -min-change of minChanges and per statistic, the trials
+// whose verdict was want.
+func repeatedCounts(trials, k, n int, tau, shift float64, minChanges []float64, stats []stat, want string) [][]int {
+	counts := make([][]int, len(minChanges))
+	for i := range counts {
+		counts[i] = make([]int, len(stats))
+	}
+	ttft := func(r llmmetrics.Record) []float64 {
+		d, _ := r.TTFT()
+		return []float64{ms(d)}
+	}
+	for trial := range trials {
+		rng := rand.New(rand.NewPCG(uint64(trial), 11))
+		b := repeatedRuns(rng, k, n, tau, 1)
+		nw := repeatedRuns(rng, k, n, tau, shift)
+		rs := compareRepeated("ttft", b, nw, ttft, stats, settings{})
+		for i, m := range minChanges {
+			for j, r := range rs {
+				r.judge(m)
+				if r.Verdict == want {
+					counts[i][j]++
+				}
+			}
+		}
+	}
+	return counts
+}
+
+// TestCalibrationRepeatsAA: two repeated levels of one distribution whose
+// runs differ by τ = 5 % (3 repeats of 500 requests each) are called a
+// regression in at most 5 % of 400 trials, for every statistic, with the
+// default -min-change and with none.
+func TestCalibrationRepeatsAA(t *testing.T) {
+	const trials = 400
+	stats := []stat{{p: 50}, {p: 90}, {p: 99}, {mean: true}}
+	minChanges := []float64{DefaultMinChange, 0}
+	counts := repeatedCounts(trials, 3, 500, 0.05, 1, minChanges, stats, Regression)
+	for i, m := range minChanges {
+		for j, st := range stats {
+			rate := float64(counts[i][j]) / trials
+			t.Logf("repeats, min-change %g%%, %s: false regressions %d of %d (%.1f%%)", 100*m, statName(st), counts[i][j], trials, 100*rate)
+			assert.LessOrEqual(t, rate, 0.05, "min-change %g, %s", m, statName(st))
+		}
+	}
+}
+
+// TestCalibrationRepeatsPower: a true +15 % shift (NEW × 1.15) between
+// repeated levels whose runs differ by τ = 2 % (3 repeats of 200 requests,
+// as bench -repeats 3 -requests 200 runs) is found in at least 80 % of 200
+// trials at p50 and the mean; and +10 % at 5 repeats.
+func TestCalibrationRepeatsPower(t *testing.T) {
+	const trials = 200
+	stats := []stat{{p: 50}, {p: 90}, {mean: true}}
+	for _, tt := range []struct {
+		k     int
+		shift float64
+	}{{3, 1.15}, {5, 1.10}} {
+		counts := repeatedCounts(trials, tt.k, 200, 0.02, tt.shift, []float64{DefaultMinChange}, stats, Regression)[0]
+		for j, st := range stats {
+			t.Logf("repeats %d, %+.0f%%, %s: found in %d of %d trials (%.1f%%)", tt.k, 100*(tt.shift-1), statName(st), counts[j], trials, 100*float64(counts[j])/trials)
+		}
+		assert.GreaterOrEqual(t, float64(counts[0])/trials, 0.80, "p50, %d repeats", tt.k)
+		assert.GreaterOrEqual(t, float64(counts[2])/trials, 0.80, "mean, %d repeats", tt.k)
+	}
 }

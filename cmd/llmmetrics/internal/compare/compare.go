@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,7 +83,11 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 	}
 	c := &Comparison{Base: base.Name, New: nw.Name, MinChange: o.MinChange, Notes: notes}
 	c.Warnings = comparability(base, nw, o.SLO)
+	if n := saturationNote(base, nw); n != "" {
+		c.Notes = append(c.Notes, n)
+	}
 	s := settings{minChange: o.MinChange, resamples: o.Resamples, seed: o.Seed}
+	var single []string // levels not repeated on both sides
 	for _, p := range pairs {
 		b, n := p[0], p[1]
 		b.slo, n.slo = sloOf(base, o.SLO), sloOf(nw, o.SLO)
@@ -92,6 +97,15 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 		}
 		t.Results = append(compareLatencies(b.sample, n.sample, s), compareRates(b.sample, n.sample, s)...)
 		c.Levels = append(c.Levels, t)
+		if len(b.repeats) < 2 || len(n.repeats) < 2 {
+			single = append(single, t.Level)
+		}
+	}
+	if len(single) > 0 {
+		c.Notes = append(c.Notes, singleRunNote(single))
+	}
+	if len(c.Levels) > 1 {
+		c.Notes = append(c.Notes, chanceNote(c.Levels))
 	}
 	return c, nil
 }
@@ -140,6 +154,56 @@ func pairLevels(b, n *Input, load *float64) ([][2]Level, []string, error) {
 		return nil, nil, fmt.Errorf("BASE (%s) and NEW (%s) have no load level in common: pick one of each with -load, or compare files of one run", levelList(b), levelList(n))
 	}
 	return pairs, notes, nil
+}
+
+// singleRunNote says what the intervals of levels measured once (on
+// either side) cover: the requests' sampling noise, not the spread between
+// runs.
+func singleRunNote(levels []string) string {
+	where := ""
+	if levels[0] != "" {
+		where = " (" + strings.Join(levels, ", ") + ")"
+	}
+	return "one run a side" + where + ": the intervals hold the noise of sampling requests within each run, not the spread between runs; repeat both (bench -repeats 3) for intervals that hold it"
+}
+
+// chanceNote says how many verdicts a comparison of several levels holds
+// and how many of them chance alone may call a change: each verdict is
+// judged by its own 95 % interval, which excludes 0 by chance in up to
+// 5 % of comparisons of runs that do not differ (the calibration measures
+// at most about 2.5 % each way).
+func chanceNote(levels []LevelTable) string {
+	n := 0
+	for _, t := range levels {
+		for _, r := range t.Results {
+			if r.Verdict != NotCompared {
+				n++
+			}
+		}
+	}
+	return fmt.Sprintf("%d verdicts over %d levels, each by its own 95%% interval: even between runs that do not differ, up to about %d of them (5%%) may be called a change by chance; gate with -fail-on on the few metrics that matter, or compare one level with -load",
+		n, len(levels), int(math.Ceil(0.05*float64(n))))
+}
+
+// saturationNote names the saturation points of two bench runs when they
+// differ: a note, not a verdict, since the levels are compared at matched
+// load whatever each run concluded, and a knee found one level apart by
+// two runs of one server is within the sweep's resolution.
+func saturationNote(b, n *Input) string {
+	if b.Results == nil || n.Results == nil || b.Results.Saturation == nil || n.Results.Saturation == nil {
+		return ""
+	}
+	sb, sn := *b.Results.Saturation, *n.Results.Saturation
+	if sb == sn || (!sb.Found && !sn.Found) {
+		return ""
+	}
+	name := func(r *BenchResults) string {
+		if !r.Saturation.Found {
+			return "none found"
+		}
+		return fmt.Sprintf("%s %g", r.Mode, r.Saturation.Load)
+	}
+	return fmt.Sprintf("saturation point: BASE %s, NEW %s (each run's own verdict; the levels below are compared at the loads both ran)", name(b.Results), name(n.Results))
 }
 
 // runLabel names a level, or "one run" for a file.

@@ -194,12 +194,15 @@ func TestLevels(t *testing.T) {
 	c, err := Compare(ia, ib, Options{MinChange: 0.05, Resamples: 200, Seed: 1, SLO: llmmetrics.SLO{TTFT: 60 * time.Millisecond}})
 	require.NoError(t, err)
 	require.Len(t, c.Levels, 1, "the one level both have")
+	for _, n := range c.Notes {
+		assert.NotContains(t, n, "by chance", "one level: no note on the number of verdicts")
+	}
 	assert.Equal(t, "concurrency 4", c.Levels[0].Level)
-	assert.Equal(t, []string{"concurrency 1: only in BASE", "concurrency 8: only in NEW"}, c.Notes)
-	assert.Contains(t, verdictOf(t, c, "output_throughput").Method, "over the repeats (3)")
-	assert.Contains(t, verdictOf(t, c, "p50 ttft").Method, "two-stage bootstrap: the repeats (3 and 3)")
-	assert.Contains(t, verdictOf(t, c, "p99 itl").Method, "with all their gaps")
-	assert.Contains(t, verdictOf(t, c, "slo_attainment").Method, "two-stage bootstrap")
+	assert.Equal(t, []string{"concurrency 1: only in BASE", "concurrency 8: only in NEW"}, c.Notes, "repeated on both sides: no one-run note")
+	assert.Contains(t, verdictOf(t, c, "output_throughput").Method, "over the repeats (3 and 3)")
+	assert.Contains(t, verdictOf(t, c, "p50 ttft").Method, "Welch t interval over the repeats (3 and 3)")
+	assert.Contains(t, verdictOf(t, c, "p99 itl").Method, "Welch t interval over the repeats (3 and 3)")
+	assert.Contains(t, verdictOf(t, c, "slo_attainment").Method, "over the repeats (3 and 3)")
 
 	eight := 8.0
 	_, err = Compare(ia, ib, Options{MinChange: 0.05, Resamples: 200, Seed: 1, Load: &eight})
@@ -260,7 +263,7 @@ func TestRateReps(t *testing.T) {
 	point, reps, method = rateReps(sample{repeats: [][]llmmetrics.Record{recs, rep2}}, tokens)
 	assert.Equal(t, []float64{30, 15}, reps)
 	assert.InDelta(t, 22.5, point, 1e-9)
-	assert.Contains(t, method, "repeats (2)")
+	assert.Contains(t, method, "repeats (2 and 2)")
 }
 
 func TestParseFailOn(t *testing.T) {
@@ -313,5 +316,53 @@ func TestFileAgainstLevel(t *testing.T) {
 	c, err := Compare(ia, ib, Options{MinChange: 0.05, Resamples: 200, Seed: 1})
 	require.NoError(t, err)
 	assert.Equal(t, "BASE one run vs NEW concurrency 4", c.Levels[0].Level)
+	assert.Equal(t, []string{"one run a side (BASE one run vs NEW concurrency 4): the intervals hold the noise of sampling requests within each run, not the spread between runs; repeat both (bench -repeats 3) for intervals that hold it"}, c.Notes)
 	assert.Equal(t, NoChange, verdictOf(t, c, "mean ttft").Verdict, "the same requests")
+}
+
+// TestSaturationNote: two bench runs whose saturation verdicts differ get
+// a note naming both; equal verdicts, none found on either side, or a
+// file on one side get none.
+func TestSaturationNote(t *testing.T) {
+	run := func(found bool, load float64) *Input {
+		r := &BenchResults{Mode: "concurrency"}
+		r.Saturation = &struct {
+			Found bool    `json:"found"`
+			Load  float64 `json:"load"`
+		}{found, load}
+		return &Input{Results: r}
+	}
+	for _, tt := range []struct {
+		name string
+		b, n *Input
+		want string
+	}{
+		{"one level apart", run(true, 32), run(true, 64), "saturation point: BASE concurrency 32, NEW concurrency 64 (each run's own verdict; the levels below are compared at the loads both ran)"},
+		{"found in one", run(false, 0), run(true, 16), "saturation point: BASE none found, NEW concurrency 16 (each run's own verdict; the levels below are compared at the loads both ran)"},
+		{"the same", run(true, 32), run(true, 32), ""},
+		{"none found", run(false, 0), run(false, 0), ""},
+		{"a file", &Input{}, run(true, 32), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, saturationNote(tt.b, tt.n))
+		})
+	}
+}
+
+// TestChanceNote: 3 levels of 24 metrics, 2 of them n/a, are 70 verdicts,
+// of which 5 % is 3.5: up to about 4 called by chance.
+func TestChanceNote(t *testing.T) {
+	level := func(na int) LevelTable {
+		var lt LevelTable
+		for i := range 24 {
+			v := NoChange
+			if i < na {
+				v = NotCompared
+			}
+			lt.Results = append(lt.Results, Result{Verdict: v})
+		}
+		return lt
+	}
+	got := chanceNote([]LevelTable{level(0), level(2), level(0)})
+	assert.Equal(t, "70 verdicts over 3 levels, each by its own 95% interval: even between runs that do not differ, up to about 4 of them (5%) may be called a change by chance; gate with -fail-on on the few metrics that matter, or compare one level with -load", got)
 }

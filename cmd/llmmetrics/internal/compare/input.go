@@ -61,7 +61,13 @@ type BenchResults struct {
 	Mode     string          `json:"mode"`
 	SLO      llmmetrics.SLO  `json:"slo"`
 	Workload json.RawMessage `json:"workload,omitempty"`
-	Levels   []struct {
+	// Saturation is the run's saturation verdict (absent in a run cut
+	// short).
+	Saturation *struct {
+		Found bool    `json:"found"`
+		Load  float64 `json:"load"`
+	} `json:"saturation,omitempty"`
+	Levels []struct {
 		Load    float64            `json:"load"`
 		Summary llmmetrics.Summary `json:"summary"`
 		Server  *saturation.Server `json:"server,omitempty"`

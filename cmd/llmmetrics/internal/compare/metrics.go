@@ -108,7 +108,7 @@ type settings struct {
 }
 
 // compareLatencies returns the results of every latency metric: by a
-// bootstrap over requests, or over repeats and then requests when both
+// bootstrap over requests, or by the spread over the repeats when both
 // runs were repeated.
 func compareLatencies(b, n sample, s settings) []Result {
 	var out []Result
@@ -133,20 +133,11 @@ func compareLatencies(b, n sample, s settings) []Result {
 		}
 		switch {
 		case repeated:
-			cb, gb := clusteredOf(b.repeats, vals)
-			cn, gn := clusteredOf(n.repeats, vals)
-			var rb, rn [][]float64
-			if len(gb) > 0 && len(gn) > 0 {
-				rb = bootRepeats(cb, gb, latencyStats, s.resamples, rng)
-				rn = bootRepeats(cn, gn, latencyStats, s.resamples, rng)
-			}
-			method := fmt.Sprintf("two-stage bootstrap: the repeats (%d and %d), then the requests within each%s; %d resamples, percentile interval",
-				len(gb), len(gn), map[bool]string{true: " with all their gaps", false: ""}[l.get == nil], s.resamples)
-			out = append(out, latencyResults(l.name, cb.xs, cn.xs, latencyStats, rb, rn, method, s)...)
+			out = append(out, compareRepeated(l.name, b.repeats, n.repeats, vals, latencyStats, s)...)
 		case l.get == nil:
 			var rb, rn [][]float64
-			cb, _ := clusteredOf([][]llmmetrics.Record{b.recs}, vals)
-			cn, _ := clusteredOf([][]llmmetrics.Record{n.recs}, vals)
+			cb := clusteredOf(b.recs, vals)
+			cn := clusteredOf(n.recs, vals)
 			if cb.units > 0 && cn.units > 0 {
 				rb = bootClustered(cb, latencyStats, s.resamples, rng)
 				rn = bootClustered(cn, latencyStats, s.resamples, rng)
@@ -254,40 +245,31 @@ func values(recs []llmmetrics.Record, get func(llmmetrics.Record) (time.Duration
 	return xs
 }
 
-// clusteredOf returns the values vals gives of every record of the
-// repeats, in ms, sorted, each record with values a unit, and the units of
-// each repeat (repeats without any left out).
-func clusteredOf(repeats [][]llmmetrics.Record, vals func(llmmetrics.Record) []float64) (clustered, [][]int32) {
+// clusteredOf returns the values vals gives of every record, in ms,
+// sorted, each record with values a unit.
+func clusteredOf(recs []llmmetrics.Record, vals func(llmmetrics.Record) []float64) clustered {
 	type value struct {
 		x    float64
 		unit int32
 	}
 	var vs []value
-	var groups [][]int32
 	var units int32
-	for _, rep := range repeats {
-		var g []int32
-		for _, r := range rep {
-			xs := vals(r)
-			if len(xs) == 0 {
-				continue
-			}
-			for _, x := range xs {
-				vs = append(vs, value{x, units})
-			}
-			g = append(g, units)
-			units++
+	for _, r := range recs {
+		xs := vals(r)
+		if len(xs) == 0 {
+			continue
 		}
-		if len(g) > 0 {
-			groups = append(groups, g)
+		for _, x := range xs {
+			vs = append(vs, value{x, units})
 		}
+		units++
 	}
 	slices.SortFunc(vs, func(a, b value) int { return cmp.Compare(a.x, b.x) })
 	c := clustered{xs: make([]float64, len(vs)), unit: make([]int32, len(vs)), units: int(units)}
 	for i, v := range vs {
 		c.xs[i], c.unit[i] = v.x, v.unit
 	}
-	return c, groups
+	return c
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

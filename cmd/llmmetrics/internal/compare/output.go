@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -61,7 +63,7 @@ func Methods(c *Comparison) []string {
 			if r.Method == "" || seen[r.Metric+r.Method] {
 				continue
 			}
-			m := metricFamily(r.Metric) + ": " + r.Method
+			m := metricFamily(r.Metric) + ": " + repeatCounts.ReplaceAllString(r.Method, "over the repeats")
 			if !seen[m] {
 				seen[m] = true
 				ms = append(ms, m)
@@ -72,6 +74,10 @@ func Methods(c *Comparison) []string {
 	return ms
 }
 
+// repeatCounts matches the repeat counts of a method, which differ from
+// level to level.
+var repeatCounts = regexp.MustCompile(`over the repeats \(\d+ and \d+\)`)
+
 // metricFamily groups metrics for the method lines.
 func metricFamily(m string) string {
 	switch {
@@ -79,6 +85,8 @@ func metricFamily(m string) string {
 		return "ITL"
 	case strings.Contains(m, " "):
 		return "TTFT, TTFO, TPOT, E2EL percentiles and means"
+	case slices.Contains(rates, m):
+		return strings.Join(rates, ", ")
 	}
 	return m
 }

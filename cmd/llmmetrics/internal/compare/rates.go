@@ -57,7 +57,7 @@ func rateReps(s sample, value func(llmmetrics.Record) float64) (point float64, r
 			reps = append(reps, sum(rr, value)/d.Seconds())
 		}
 		point, _ = meanSE(reps)
-		return point, reps, fmt.Sprintf("Welch t interval over the repeats (%d)", len(reps))
+		return point, reps, repeatMethod(len(reps), len(reps), false)
 	}
 	d, start := span(s.recs)
 	if d <= 0 {
@@ -123,7 +123,9 @@ func compareRates(b, n sample, s settings) []Result {
 		pn, rn, mn := rateReps(n, func(r llmmetrics.Record) float64 { return rt.value(r, n.slo) })
 		res.Base, res.New, res.BaseN, res.NewN = pb, pn, len(rb), len(rn)
 		res.Method = mb
-		if mn != mb {
+		if len(b.repeats) >= 2 && len(n.repeats) >= 2 {
+			res.Method = repeatMethod(len(rb), len(rn), false)
+		} else if mn != mb {
 			res.Method = "BASE: " + mb + "; NEW: " + mn
 		}
 		if rb == nil || rn == nil {
@@ -131,13 +133,7 @@ func compareRates(b, n sample, s settings) []Result {
 			out = append(out, res)
 			continue
 		}
-		_, sb := meanSE(rb)
-		_, sn := meanSE(rn)
-		res.CILow, res.CIHigh = welch(pn-pb, sb, len(rb), sn, len(rn))
-		if pb > 0 {
-			lo, hi := 100*res.CILow/pb, 100*res.CIHigh/pb
-			res.CILowPct, res.CIHighPct = &lo, &hi
-		}
+		res.setWelch(rb, rn)
 		res.judge(s.minChange)
 		out = append(out, res)
 	}
@@ -153,7 +149,8 @@ func b2f(b bool) float64 {
 
 // compareAttainment compares the share of requests that meet the SLO, in
 // percent; the interval is a bootstrap over requests (the resampled count
-// of good requests is binomial), the change in percentage points.
+// of good requests is binomial), or Welch's over the repeats when both
+// runs were repeated; the change is in percentage points.
 func compareAttainment(b, n sample, s settings) Result {
 	res := Result{Metric: attainmentName, Unit: "%", higherIsBetter: true, points: true,
 		Method: fmt.Sprintf("bootstrap over requests, %d resamples, percentile interval; change in percentage points", s.resamples)}
@@ -181,23 +178,9 @@ func compareAttainment(b, n sample, s settings) Result {
 	res.Base, res.New = 100*pb, 100*pn
 	rng := rand.New(rand.NewPCG(s.seed, 100))
 	if len(b.repeats) >= 2 && len(n.repeats) >= 2 {
-		// Repeated runs: the two-stage bootstrap of the latencies, on each
-		// request's 1 (met the SLO) or 0.
-		met := func(slo llmmetrics.SLO) func(llmmetrics.Record) []float64 {
-			return func(r llmmetrics.Record) []float64 { return []float64{b2f(slo.Check(r).Met())} }
-		}
-		cb, grb := clusteredOf(b.repeats, met(b.slo))
-		cn, grn := clusteredOf(n.repeats, met(n.slo))
-		mean := []stat{{mean: true}}
-		rb := bootRepeats(cb, grb, mean, s.resamples, rng)
-		rn := bootRepeats(cn, grn, mean, s.resamples, rng)
-		diffs := make([]float64, s.resamples)
-		for i := range diffs {
-			diffs[i] = 100 * (rn[i][0] - rb[i][0])
-		}
-		res.CILow, res.CIHigh = percentileOf(diffs, tailLo), percentileOf(diffs, tailHi)
-		res.Method = fmt.Sprintf("two-stage bootstrap: the repeats (%d and %d), then the requests within each; %d resamples, percentile interval; change in percentage points",
-			len(grb), len(grn), s.resamples)
+		// Repeated runs: Welch's interval over each repeat's attainment.
+		res.setWelch(attainments(b), attainments(n))
+		res.Method = repeatMethod(len(b.repeats), len(n.repeats), true) + "; change in percentage points"
 		res.judge(s.minChange)
 		return res
 	}
@@ -210,4 +193,22 @@ func compareAttainment(b, n sample, s settings) Result {
 	res.CILow, res.CIHigh = percentileOf(diffs, tailLo), percentileOf(diffs, tailHi)
 	res.judge(s.minChange)
 	return res
+}
+
+// attainments returns the SLO attainment of each repeat of x, in percent.
+func attainments(x sample) []float64 {
+	out := make([]float64, 0, len(x.repeats))
+	for _, rep := range x.repeats {
+		if len(rep) == 0 {
+			continue
+		}
+		g := 0
+		for _, r := range rep {
+			if x.slo.Check(r).Met() {
+				g++
+			}
+		}
+		out = append(out, 100*float64(g)/float64(len(rep)))
+	}
+	return out
 }

@@ -148,27 +148,6 @@ func bootClustered(c clustered, stats []stat, b int, rng *rand.Rand) [][]float64
 	return reps
 }
 
-// bootRepeats returns b replicates of each statistic of c by a two-stage
-// bootstrap: the repeats (groups of units, each run of a level) are
-// resampled with replacement, then the units within each repeat drawn, so
-// that the spread between runs enters the interval beside the spread
-// between requests.
-func bootRepeats(c clustered, groups [][]int32, stats []stat, b int, rng *rand.Rand) [][]float64 {
-	reps := make([][]float64, b)
-	count := make([]int32, c.units)
-	for i := range reps {
-		clear(count)
-		for range groups {
-			g := groups[rng.IntN(len(groups))]
-			for range g {
-				count[g[rng.IntN(len(g))]]++
-			}
-		}
-		reps[i] = weightedStats(c, count, stats)
-	}
-	return reps
-}
-
 // weightedStats returns each statistic of the sequence in which c.xs[k]
 // appears count[c.unit[k]] times.
 func weightedStats(c clustered, count []int32, stats []stat) []float64 {

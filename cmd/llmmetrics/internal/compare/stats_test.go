@@ -4,6 +4,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,21 +120,41 @@ func TestMeanSE(t *testing.T) {
 	assert.InDelta(t, math.Sqrt(0.5), se, 1e-12)
 }
 
-// TestBootRepeats: with two repeats of two requests each, {1, 1} and
-// {3, 3}, a resample draws two repeats with replacement and then two
-// requests within each, so its mean is 1, 2 or 3 with probability 1/4,
-// 1/2, 1/4: the spread between the runs enters the interval.
-func TestBootRepeats(t *testing.T) {
-	c := clustered{xs: []float64{1, 1, 3, 3}, unit: []int32{0, 1, 2, 3}, units: 4}
-	groups := [][]int32{{0, 1}, {2, 3}}
-	const b = 20000
-	reps := bootRepeats(c, groups, []stat{{mean: true}}, b, rand.New(rand.NewPCG(5, 6)))
-	seen := map[float64]int{}
-	for _, r := range reps {
-		seen[r[0]]++
+// TestCompareRepeated: BASE repeats of TTFT {1, 1} and {3, 3} ms have
+// means 1 and 3 (SE of their mean 1), NEW repeats {2, 2} and {4, 4} means
+// 2 and 4 (SE 1); the pooled means are 2 and 3, so the change is +1 ms,
+// Welch–Satterthwaite df = (1+1)² / (1/1 + 1/1) = 2 and t(0.975, 2) =
+// 4.302653: the interval is 1 ± 4.302653·√2.
+func TestCompareRepeated(t *testing.T) {
+	run := func(ms ...int) []llmmetrics.Record {
+		var recs []llmmetrics.Record
+		for _, m := range ms {
+			recs = append(recs, llmmetrics.Record{Start: t0, FirstToken: t0.Add(time.Duration(m) * time.Millisecond), Outcome: llmmetrics.OutcomeOK})
+		}
+		return recs
 	}
-	require.Len(t, seen, 3)
-	assert.InDelta(t, 0.25, float64(seen[1])/b, 0.015)
-	assert.InDelta(t, 0.5, float64(seen[2])/b, 0.015)
-	assert.InDelta(t, 0.25, float64(seen[3])/b, 0.015)
+	ttft := func(r llmmetrics.Record) []float64 { d, _ := r.TTFT(); return []float64{ms(d)} }
+	b := [][]llmmetrics.Record{run(1, 1), run(3, 3)}
+	n := [][]llmmetrics.Record{run(2, 2), run(4, 4)}
+	rs := compareRepeated("ttft", b, n, ttft, []stat{{mean: true}, {p: 50}, {p: 90}}, settings{minChange: 0.05})
+	require.Len(t, rs, 3)
+	mean := rs[0]
+	h := 4.302653 * math.Sqrt2
+	assert.InDelta(t, 2, mean.Base, 1e-9)
+	assert.InDelta(t, 3, mean.New, 1e-9)
+	assert.InDelta(t, 1-h, mean.CILow, 1e-5)
+	assert.InDelta(t, 1+h, mean.CIHigh, 1e-5)
+	assert.InDelta(t, 100*(1-h)/2, *mean.CILowPct, 1e-4, "relative to BASE")
+	assert.Equal(t, NoChange, mean.Verdict)
+	assert.Contains(t, mean.Method, "over the repeats (2 and 2)")
+	// p50 needs 10 values in every repeat; p90 50.
+	assert.Equal(t, NotCompared, rs[1].Verdict)
+	assert.Contains(t, rs[1].Reason, "too few values per repeat for p50 (2 and 2 in the smallest; at least 10 each)")
+	assert.Equal(t, NotCompared, rs[2].Verdict)
+
+	// A run whose values are all in one repeat has no spread to judge by.
+	one := [][]llmmetrics.Record{run(1, 1), nil}
+	rs = compareRepeated("ttft", one, n, ttft, []stat{{mean: true}}, settings{})
+	assert.Equal(t, NotCompared, rs[0].Verdict)
+	assert.Contains(t, rs[0].Reason, "fewer than 2 repeats (1 and 2)")
 }

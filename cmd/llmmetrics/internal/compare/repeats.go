@@ -1,0 +1,123 @@
+package compare
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/llmmetrics/llmmetrics"
+)
+
+// Levels measured more than once (bench -repeats ≥ 2 on both sides) are
+// compared by the spread of each statistic over the repeats: a latency
+// percentile or mean, or the SLO attainment, is computed on every repeat
+// alone, and the interval of the change is Welch's t interval with those
+// per-repeat values as replicates (Welch–Satterthwaite degrees of freedom),
+// centred on the change of the statistic of all repeats pooled. The spread
+// of a statistic between repeats holds both the sampling noise of its
+// requests and whatever moves a whole run (the machine's other work, a
+// warmer cache), so the interval covers both; with few repeats the t
+// quantile widens it, as it must: two or three runs say little about how
+// much runs differ. A resampling bootstrap of 2 to 5 repeats cannot: it
+// sees only the repeats there are, and understates their spread by a
+// factor (k−1)/k in variance.
+
+// repeatValues returns, for each repeat of reps with any, the values vals
+// gives of its records, sorted, and all of them pooled, sorted.
+func repeatValues(reps [][]llmmetrics.Record, vals func(llmmetrics.Record) []float64) (per [][]float64, pooled []float64) {
+	for _, rep := range reps {
+		var xs []float64
+		for _, r := range rep {
+			xs = append(xs, vals(r)...)
+		}
+		if len(xs) == 0 {
+			continue
+		}
+		slices.Sort(xs)
+		per = append(per, xs)
+		pooled = append(pooled, xs...)
+	}
+	slices.Sort(pooled)
+	return per, pooled
+}
+
+// repeatMethod says how a repeated level's interval is computed, around
+// the change of the statistic of all repeats pooled or, for rates, of the
+// repeats' mean.
+func repeatMethod(kb, kn int, pooled bool) string {
+	around := "all repeats pooled"
+	if !pooled {
+		around = "the repeats' mean"
+	}
+	return fmt.Sprintf("Welch t interval over the repeats (%d and %d): each repeat's own value as a replicate, Welch–Satterthwaite degrees of freedom, around the change of %s", kb, kn, around)
+}
+
+// compareRepeated compares statistics of one latency of two repeated
+// levels: the point is the statistic of the pooled values (ms), the
+// interval Welch's over the per-repeat statistics.
+func compareRepeated(name string, b, n [][]llmmetrics.Record, vals func(llmmetrics.Record) []float64, stats []stat, s settings) []Result {
+	pb, xb := repeatValues(b, vals)
+	pn, xn := repeatValues(n, vals)
+	var out []Result
+	for _, st := range stats {
+		r := Result{Metric: statName(st) + " " + name, Unit: "ms", Method: repeatMethod(len(pb), len(pn), true), BaseN: len(xb), NewN: len(xn)}
+		need := 1
+		if !st.mean {
+			need = minSamples(st.p)
+		}
+		fewest := func(per [][]float64) int {
+			m := 0
+			for i, xs := range per {
+				if i == 0 || len(xs) < m {
+					m = len(xs)
+				}
+			}
+			return m
+		}
+		switch {
+		case len(xb) == 0 && len(xn) == 0:
+			r.Verdict, r.Reason = NotCompared, "no values in either run"
+		case len(xn) == 0:
+			r.Base = point(xb, st)
+			r.Verdict, r.Reason = Regression, "NEW has no values where BASE has "+fmt.Sprint(len(xb))
+		case len(xb) == 0:
+			r.New = point(xn, st)
+			r.Verdict, r.Reason = NotCompared, "BASE has no values"
+		case len(pb) < 2 || len(pn) < 2:
+			r.Base, r.New = point(xb, st), point(xn, st)
+			r.Change = r.New - r.Base
+			r.Verdict, r.Reason = NotCompared, fmt.Sprintf("values in fewer than 2 repeats (%d and %d): no spread between repeats to judge by", len(pb), len(pn))
+		case fewest(pb) < need || fewest(pn) < need:
+			r.Base, r.New = point(xb, st), point(xn, st)
+			r.Change = r.New - r.Base
+			r.Verdict, r.Reason = NotCompared, fmt.Sprintf("too few values per repeat for %s (%d and %d in the smallest; at least %d each): its spread between repeats cannot be measured", statName(st), fewest(pb), fewest(pn), need)
+		default:
+			r.Base, r.New = point(xb, st), point(xn, st)
+			r.setWelch(perRepeat(pb, st), perRepeat(pn, st))
+			r.judge(s.minChange)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// perRepeat returns statistic st of each repeat's sorted values.
+func perRepeat(per [][]float64, st stat) []float64 {
+	out := make([]float64, len(per))
+	for i, xs := range per {
+		out[i] = point(xs, st)
+	}
+	return out
+}
+
+// setWelch sets r's interval: Welch's t interval of the change New − Base
+// with the standard errors of the replicates rb and rn (each side's
+// replicates of the statistic), relative to Base when Base is not 0.
+func (r *Result) setWelch(rb, rn []float64) {
+	_, sb := meanSE(rb)
+	_, sn := meanSE(rn)
+	r.CILow, r.CIHigh = welch(r.New-r.Base, sb, len(rb), sn, len(rn))
+	if r.Base != 0 && !r.points {
+		lo, hi := 100*r.CILow/r.Base, 100*r.CIHigh/r.Base
+		r.CILowPct, r.CIHighPct = &lo, &hi
+	}
+}
