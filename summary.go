@@ -110,22 +110,10 @@ type Summary struct {
 	// completed requests that received a token. For each request
 	// E2EL = TTFT + GenerationTime.
 	GenerationTime Distribution `json:"generation_time"`
-	// RequestWeightedTPOT is the mean over requests of TPOT, each
-	// request counting once whatever its length (= TPOT.Mean, vLLM's
-	// "Mean TPOT"; 0 when TPOT.Count is 0): what a typical user feels.
-	// It repeats TPOT.Mean so that the JSON holds both means side by side.
-	//
-	// The two means differ when long and short answers decode at
-	// different speeds. Take two requests: A generates 1,001 tokens in
-	// 10 s after its first token (TPOT 10 ms), B 11 tokens in 1 s (TPOT
-	// 100 ms). The request-weighted mean is (10 + 100) / 2 = 55 ms; the
-	// token-weighted mean is (10 s + 1 s) / (1,000 + 10) ≈ 10.9 ms.
-	RequestWeightedTPOT time.Duration `json:"tpot_request_weighted_ns"`
 	// TokenWeightedTPOT is Σ(LastToken − FirstToken) / Σ(N − 1) over the
-	// same requests (0 when TPOT.Count is 0): the mean time per output
-	// token where each token counts once, so long answers weigh more. It
-	// is the server's decode speed, what mean ITL approximates when every
-	// chunk holds one token. See RequestWeightedTPOT for an example.
+	// same requests (0 when TPOT.Count is 0): each token counts once, so
+	// long answers weigh more; TPOT.Mean is the request-weighted mean.
+	// docs/definitions.md shows when the two differ.
 	TokenWeightedTPOT time.Duration `json:"tpot_token_weighted_ns"`
 	// PeakConcurrency is the largest number of requests in flight at once,
 	// over the half-open intervals [Start, End) of all records with an End
@@ -291,8 +279,7 @@ const (
 // or (TPOT, unrounded) the bits of a float64.
 var sampleKinds = [numSampleSets]stats.Kind{stats.Int, stats.Int, stats.Float, stats.Int, stats.Int}
 
-// setDistribution stores the distribution of set in s (and, for TPOT,
-// the request-weighted mean).
+// setDistribution stores the distribution of set in s.
 func (s *Summary) setDistribution(set sampleSet, d Distribution) {
 	switch set {
 	case setTTFT:
@@ -301,7 +288,6 @@ func (s *Summary) setDistribution(set sampleSet, d Distribution) {
 		s.TTFO = d
 	case setTPOT:
 		s.TPOT = d
-		s.RequestWeightedTPOT = d.Mean // 0 when Count is 0
 	case setE2EL:
 		s.E2EL = d
 	case setGen:

@@ -173,9 +173,6 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 		}
 	}
 	s.TPOT = dist(k, stats.Float) // non-negative float64 bits order like the values
-	if s.TPOT.Count > 0 {
-		s.RequestWeightedTPOT = s.TPOT.Mean
-	}
 
 	k = (*keys)[:0]
 	for i := range records {

@@ -100,7 +100,7 @@ func TestSummarizeSingleRequest(t *testing.T) {
 	assert.InDelta(t, 1.0, s.Goodput.UsefulWorkRatio, 0)
 	assert.Equal(t, 1, s.PeakConcurrency)
 	assert.InDelta(t, 0.1255, s.MeanConcurrency, 1e-12) // 251 ms busy / 2 s
-	assert.Equal(t, msDur(25), s.RequestWeightedTPOT)
+	assert.Equal(t, msDur(25), s.TPOT.Mean)
 	assert.Equal(t, msDur(25), s.TokenWeightedTPOT)
 }
 
@@ -208,7 +208,6 @@ func TestSummarizeGolden(t *testing.T) {
 				// TPOT 10 ms and 100 ms: request-weighted 55 ms; token-weighted
 				// (10 s + 1 s) / 1010 = 10.891089… ms.
 				assert.Equal(t, msDur(55), s.TPOT.Mean)
-				assert.Equal(t, msDur(55), s.RequestWeightedTPOT)
 				assert.Equal(t, 10891089*time.Nanosecond, s.TokenWeightedTPOT)
 				assert.Equal(t, msDur(45), s.TPOT.Std)
 				assert.Equal(t, 10891089*time.Nanosecond, s.ITL.Mean) // each gap counts once
@@ -325,7 +324,7 @@ func TestSummaryJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &m))
 	for _, k := range []string{"requests", "completed", "failed", "canceled", "duration_ns", "input_tokens",
 		"output_tokens", "reasoning_tokens", "request_throughput", "output_throughput", "total_token_throughput", "ttft", "ttfo", "tpot",
-		"itl", "e2el", "tpot_request_weighted_ns", "tpot_token_weighted_ns", "peak_concurrency",
+		"itl", "e2el", "tpot_token_weighted_ns", "peak_concurrency",
 		"mean_concurrency", "slo", "goodput"} {
 		assert.Contains(t, m, k)
 	}
@@ -627,4 +626,21 @@ func TestSummaryTokenTotalsSaturate(t *testing.T) {
 
 	ok := Summarize([]Record{okRecord(0, 100, []float64{40}, 2)}, SummaryOptions{})
 	assert.False(t, ok.TokensSaturated)
+}
+
+// TestSummaryJSONReadsOlderFiles reads a Summary written by an earlier
+// version, which also held the request-weighted TPOT mean under
+// tpot_request_weighted_ns (now only TPOT.Mean): the key is ignored, and
+// every other figure is kept.
+func TestSummaryJSONReadsOlderFiles(t *testing.T) {
+	old := `{"requests": 2, "completed": 2, "tpot": {"count": 2, "mean_ns": 55000000},
+		"tpot_request_weighted_ns": 55000000, "tpot_token_weighted_ns": 10891089}`
+	var s Summary
+	require.NoError(t, json.Unmarshal([]byte(old), &s))
+	assert.Equal(t, 2, s.Completed)
+	assert.Equal(t, msDur(55), s.TPOT.Mean)
+	assert.Equal(t, 10891089*time.Nanosecond, s.TokenWeightedTPOT)
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "tpot_request_weighted_ns")
 }
