@@ -36,15 +36,10 @@ const (
 )
 
 // Option configures a Tracker. Options are applied in order; invalid values
-// make NewTracker fail with an error wrapping ErrInvalidOption (or, for
-// WithSLO, ErrInvalidSLO).
+// make NewTracker fail with an error wrapping ErrInvalid.
 type Option interface {
 	apply(*config)
 }
-
-// ErrInvalidOption is returned (wrapped) by NewTracker for an option value
-// outside its documented range.
-var ErrInvalidOption = errors.New("llmmetrics: invalid option")
 
 type optionFunc func(*config)
 
@@ -148,7 +143,7 @@ func WithoutITL() Option {
 func WithWindow(n int, age time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if n <= 0 || age < 0 {
-			c.errs = append(c.errs, fmt.Errorf("%w: window (%d requests, %v): want a positive request count and an age ≥ 0", ErrInvalidOption, n, age))
+			c.errs = append(c.errs, fmt.Errorf("%w: window (%d requests, %v): want a positive request count and an age ≥ 0", ErrInvalid, n, age))
 			return
 		}
 		c.windowN, c.windowAge = n, age
@@ -177,7 +172,7 @@ func WithoutWindow() Option {
 func withAttributeCacheSize(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 0 {
-			c.errs = append(c.errs, fmt.Errorf("%w: attribute cache size %d: want ≥ 0", ErrInvalidOption, n))
+			c.errs = append(c.errs, fmt.Errorf("%w: attribute cache size %d: want ≥ 0", ErrInvalid, n))
 			return
 		}
 		c.cacheSize = n

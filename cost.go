@@ -1,15 +1,9 @@
 package llmmetrics
 
 import (
-	"errors"
 	"fmt"
 	"math"
 )
-
-// ErrInvalidCost is returned (wrapped) by the cost functions for an input
-// that is negative, NaN or infinite, a token count that is negative or
-// cached and cache-write counts above the input count, or a result that overflows float64.
-var ErrInvalidCost = errors.New("llmmetrics: invalid cost input")
 
 // CostPerMillionTokens returns what a million tokens cost on hardware that
 // costs hourlyCost per hour and produces tokensPerSecond tokens per second:
@@ -23,7 +17,7 @@ var ErrInvalidCost = errors.New("llmmetrics: invalid cost input")
 // for the cost per good token: tokens of requests that missed the SLO or
 // failed are paid for but not counted, so that is the cost of useful work.
 //
-// The error wraps ErrInvalidCost when an input is negative, NaN or
+// The error wraps ErrInvalid when an input is negative, NaN or
 // infinite or the result overflows, and ErrUndefined when tokensPerSecond
 // is 0 (nothing was produced, for example no request met the SLO). It is a
 // pure function, safe for concurrent use.
@@ -39,16 +33,16 @@ func CostPerMillionTokens(hourlyCost, tokensPerSecond float64) (float64, error) 
 	}
 	c := hourlyCost / (tokensPerSecond * 3600) * 1e6
 	if !finiteFloat(c) {
-		return 0, fmt.Errorf("%w: $%g/h at %g tokens/s overflows", ErrInvalidCost, hourlyCost, tokensPerSecond)
+		return 0, fmt.Errorf("%w: $%g/h at %g tokens/s overflows", ErrInvalid, hourlyCost, tokensPerSecond)
 	}
 	return c, nil
 }
 
-// nonNegFinite returns an error wrapping ErrInvalidCost unless v is ≥ 0
+// nonNegFinite returns an error wrapping ErrInvalid unless v is ≥ 0
 // and finite.
 func nonNegFinite(what string, v float64) error {
 	if !(v >= 0) || math.IsInf(v, 0) {
-		return fmt.Errorf("%w: %s must be ≥ 0 and finite, got %v", ErrInvalidCost, what, v)
+		return fmt.Errorf("%w: %s must be ≥ 0 and finite, got %v", ErrInvalid, what, v)
 	}
 	return nil
 }
@@ -80,7 +74,7 @@ type Price struct {
 	Output float64 `json:"output"`
 }
 
-// Validate returns an error wrapping ErrInvalidCost when a price is
+// Validate returns an error wrapping ErrInvalid when a price is
 // negative, NaN or infinite.
 func (p Price) Validate() error {
 	for _, f := range []struct {
@@ -112,7 +106,7 @@ type Usage struct {
 //
 // Summary.Usage gives a run's tokens (completed requests only; add the
 // tokens of failed and canceled Records if the provider bills them). The
-// error wraps ErrInvalidCost when p is invalid (see Validate), a count is
+// error wraps ErrInvalid when p is invalid (see Validate), a count is
 // negative or math.MaxInt (a saturated Summary total, see
 // TokensSaturated), the cached and cache-write parts exceed the input, or
 // the cost overflows. It is safe for concurrent use.
@@ -122,13 +116,13 @@ func (p Price) Cost(u Usage) (float64, error) {
 	}
 	input, cachedInput, cacheWrite, output := u.InputTokens, u.CachedInputTokens, u.CacheWriteInputTokens, u.OutputTokens
 	if input < 0 || cachedInput < 0 || cacheWrite < 0 || output < 0 {
-		return 0, fmt.Errorf("%w: negative token count (input %d, cached %d, cache write %d, output %d)", ErrInvalidCost, input, cachedInput, cacheWrite, output)
+		return 0, fmt.Errorf("%w: negative token count (input %d, cached %d, cache write %d, output %d)", ErrInvalid, input, cachedInput, cacheWrite, output)
 	}
 	if input == math.MaxInt || output == math.MaxInt {
-		return 0, fmt.Errorf("%w: a token total saturated", ErrInvalidCost)
+		return 0, fmt.Errorf("%w: a token total saturated", ErrInvalid)
 	}
 	if cachedInput > input || cacheWrite > input-cachedInput {
-		return 0, fmt.Errorf("%w: %d cached and %d cache-write input tokens of %d", ErrInvalidCost, cachedInput, cacheWrite, input)
+		return 0, fmt.Errorf("%w: %d cached and %d cache-write input tokens of %d", ErrInvalid, cachedInput, cacheWrite, input)
 	}
 	cachedPrice, writePrice := p.CachedInput, p.CacheWriteInput
 	if cachedPrice == 0 {
@@ -143,7 +137,7 @@ func (p Price) Cost(u Usage) (float64, error) {
 	c := (float64(float64(plain)*p.Input) + float64(float64(cachedInput)*cachedPrice) +
 		float64(float64(cacheWrite)*writePrice) + float64(float64(output)*p.Output)) / 1e6
 	if !finiteFloat(c) {
-		return 0, fmt.Errorf("%w: the cost overflows", ErrInvalidCost)
+		return 0, fmt.Errorf("%w: the cost overflows", ErrInvalid)
 	}
 	return c, nil
 }

@@ -132,12 +132,9 @@
 //
 // One convention throughout. A function whose arguments can be invalid (a
 // percentile outside [0, 100], a NaN sample, a negative price, an option out
-// of range) returns an error that wraps one of the package's Err… sentinels
-// (ErrInvalidPercentile, ErrInvalidSample, ErrInvalidCost, ErrInvalidSLO,
-// ErrInvalidObjective, ErrInvalidOption,
-// ErrInvalidText), so errors.Is tells them apart; when such a function's
-// arguments are valid but its result does not exist (the percentile of no
-// values, the cost per token at zero throughput), the error wraps
+// of range) returns an error that wraps ErrInvalid, with the details; when
+// its arguments are valid but its result does not exist (the percentile of
+// no values, the cost per token at zero throughput), the error wraps
 // ErrUndefined. A method whose input cannot be invalid reports a result
 // that does not exist as (v, ok) with ok false: Record.TTFT without a
 // token, Record.TPOT with N ≤ 1, Distribution.Percentile of a percentile

@@ -1,7 +1,6 @@
 package llmmetrics
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,12 +9,6 @@ import (
 // The enums of the package: Role, Protocol and Latency (Outcome lives with
 // Record, in record.go). Protocol, Latency and Outcome encode as a
 // lower-case name and decode that name in any case.
-
-// ErrInvalidText is returned (wrapped) by the MarshalText and UnmarshalText
-// methods of this package's enums (Outcome, Latency, Protocol), and of
-// package saturation's (Signal, ThroughputMeasure), for a value or a name
-// that is not one of theirs.
-var ErrInvalidText = errors.New("llmmetrics: invalid text")
 
 // parseName returns the index of b in names, compared case-insensitively:
 // the one rule for the text form of every enum of this package (Outcome,
@@ -101,10 +94,10 @@ func (p Protocol) String() string {
 }
 
 // MarshalText encodes the protocol as its lower-case name, as String does;
-// a value without a name is an ErrInvalidText error.
+// a value without a name is an ErrInvalid error.
 func (p Protocol) MarshalText() ([]byte, error) {
 	if int(p) >= len(protocolNames) {
-		return nil, fmt.Errorf("%w: no name for protocol %d", ErrInvalidText, uint8(p))
+		return nil, fmt.Errorf("%w: no name for protocol %d", ErrInvalid, uint8(p))
 	}
 	return []byte(protocolNames[p]), nil
 }
@@ -114,7 +107,7 @@ func (p Protocol) MarshalText() ([]byte, error) {
 func (p *Protocol) UnmarshalText(b []byte) error {
 	i, ok := parseName(b, protocolNames[:])
 	if !ok {
-		return fmt.Errorf("%w: unknown protocol %q (want %s)", ErrInvalidText, b, strings.Join(protocolNames[:], ", "))
+		return fmt.Errorf("%w: unknown protocol %q (want %s)", ErrInvalid, b, strings.Join(protocolNames[:], ", "))
 	}
 	*p = Protocol(i)
 	return nil
@@ -157,7 +150,7 @@ func (l Latency) String() string {
 // MarshalText encodes the latency as its name.
 func (l Latency) MarshalText() ([]byte, error) {
 	if !l.valid() {
-		return nil, fmt.Errorf("%w: no name for latency %d", ErrInvalidText, uint8(l))
+		return nil, fmt.Errorf("%w: no name for latency %d", ErrInvalid, uint8(l))
 	}
 	return []byte(latencyNames[l]), nil
 }
@@ -167,7 +160,7 @@ func (l Latency) MarshalText() ([]byte, error) {
 func (l *Latency) UnmarshalText(b []byte) error {
 	i, ok := parseName(b, latencyNames)
 	if !ok {
-		return fmt.Errorf("%w: unknown latency %q (want ttft, tpot, itl, e2el, ttfo or generation)", ErrInvalidText, b)
+		return fmt.Errorf("%w: unknown latency %q (want ttft, tpot, itl, e2el, ttfo or generation)", ErrInvalid, b)
 	}
 	*l = Latency(i)
 	return nil

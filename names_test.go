@@ -29,7 +29,7 @@ func TestRoleString(t *testing.T) {
 }
 
 // TestProtocolText: every Protocol round-trips through its lower-case
-// name, decodes in any case, and an unknown name or value is ErrInvalidText.
+// name, decodes in any case, and an unknown name or value is ErrInvalid.
 func TestProtocolText(t *testing.T) {
 	want := map[Protocol]string{
 		ProtocolUnknown: "unknown", ProtocolOpenAI: "openai", ProtocolAnthropic: "anthropic",
@@ -52,13 +52,13 @@ func TestProtocolText(t *testing.T) {
 	t.Run("unknown name", func(t *testing.T) {
 		p := ProtocolGemini
 		err := p.UnmarshalText([]byte("openai-chat"))
-		assert.ErrorIs(t, err, ErrInvalidText)
-		assert.ErrorContains(t, err, `llmmetrics: invalid text: unknown protocol "openai-chat"`)
+		assert.ErrorIs(t, err, ErrInvalid)
+		assert.ErrorContains(t, err, `llmmetrics: invalid argument: unknown protocol "openai-chat"`)
 		assert.Equal(t, ProtocolGemini, p)
 	})
 	t.Run("invalid value", func(t *testing.T) {
 		_, err := Protocol(200).MarshalText()
-		assert.ErrorIs(t, err, ErrInvalidText)
+		assert.ErrorIs(t, err, ErrInvalid)
 		assert.Equal(t, "Protocol(200)", Protocol(200).String())
 	})
 	t.Run("JSON", func(t *testing.T) {

@@ -1,30 +1,12 @@
 package llmmetrics
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics/internal/stats"
-)
-
-// Errors of the statistics functions (see the package documentation's
-// Errors section for the convention).
-var (
-	// ErrInvalidPercentile is returned (wrapped) for a percentile that is
-	// NaN or outside [0, 100].
-	ErrInvalidPercentile = errors.New("llmmetrics: invalid percentile")
-	// ErrInvalidSample is returned (wrapped) for a NaN or infinite value,
-	// a negative, NaN or infinite weight, values and weights of
-	// different lengths, or sums that overflow float64.
-	ErrInvalidSample = errors.New("llmmetrics: invalid sample")
-	// ErrUndefined is returned (wrapped) by a function whose arguments
-	// are valid but whose result does not exist: the percentile of no
-	// values, a weighted mean whose weights sum to 0, the cost per token
-	// at zero throughput.
-	ErrUndefined = errors.New("llmmetrics: undefined result")
 )
 
 // Percentile returns the p-th percentile of values with numpy's default
@@ -36,8 +18,8 @@ var (
 // the minimum, p = 100 the maximum, p = 50 the median (for an even count,
 // the mean of the two middle values).
 //
-// The error wraps ErrInvalidPercentile when p is NaN or outside [0, 100],
-// ErrInvalidSample when a value is NaN or ±Inf, and ErrUndefined when
+// The error wraps ErrInvalid when p is NaN or outside [0, 100],
+// ErrInvalid when a value is NaN or ±Inf, and ErrUndefined when
 // values is empty. values is not modified; Percentile copies and sorts it
 // (O(n log n), one allocation). It is safe for concurrent use.
 func Percentile(values []float64, p float64) (float64, error) {
@@ -52,7 +34,7 @@ func Percentile(values []float64, p float64) (float64, error) {
 // p of them (see Percentile).
 func sortedCopy(values []float64, p float64) ([]float64, error) {
 	if !stats.ValidPercent(p) {
-		return nil, fmt.Errorf("%w: %v is outside [0, 100]", ErrInvalidPercentile, p)
+		return nil, fmt.Errorf("%w: percentile %v is outside [0, 100]", ErrInvalid, p)
 	}
 	if err := finiteValues(values); err != nil {
 		return nil, err
@@ -65,12 +47,12 @@ func sortedCopy(values []float64, p float64) ([]float64, error) {
 	return s, nil
 }
 
-// finiteValues returns an error wrapping ErrInvalidSample when a value is
+// finiteValues returns an error wrapping ErrInvalid when a value is
 // NaN or ±Inf.
 func finiteValues(values []float64) error {
 	for i, v := range values {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: values[%d] is %v", ErrInvalidSample, i, v)
+			return fmt.Errorf("%w: values[%d] is %v", ErrInvalid, i, v)
 		}
 	}
 	return nil
@@ -99,13 +81,13 @@ func percentileNearestRank(values []float64, p float64) (float64, error) {
 // mean of per-request TPOT with weights N − 1. A zero weight leaves its
 // value out.
 //
-// The error wraps ErrInvalidSample when the slices differ in length, a
+// The error wraps ErrInvalid when the slices differ in length, a
 // value is NaN or ±Inf, a weight is negative, NaN or ±Inf, or a sum
 // overflows; it wraps ErrUndefined when the weights sum to 0 (no values,
 // or only zero weights). It is safe for concurrent use.
 func WeightedMean(values, weights []float64) (float64, error) {
 	if len(values) != len(weights) {
-		return 0, fmt.Errorf("%w: %d values and %d weights", ErrInvalidSample, len(values), len(weights))
+		return 0, fmt.Errorf("%w: %d values and %d weights", ErrInvalid, len(values), len(weights))
 	}
 	if err := finiteValues(values); err != nil {
 		return 0, err
@@ -114,7 +96,7 @@ func WeightedMean(values, weights []float64) (float64, error) {
 	for i, v := range values {
 		w := weights[i]
 		if !(w >= 0) || math.IsInf(w, 0) {
-			return 0, fmt.Errorf("%w: weights[%d] is %v", ErrInvalidSample, i, w)
+			return 0, fmt.Errorf("%w: weights[%d] is %v", ErrInvalid, i, w)
 		}
 		if w == 0 {
 			continue
@@ -126,7 +108,7 @@ func WeightedMean(values, weights []float64) (float64, error) {
 		return 0, fmt.Errorf("%w: weighted mean with no weight", ErrUndefined)
 	}
 	if !finiteFloat(sum) || !finiteFloat(wsum) {
-		return 0, fmt.Errorf("%w: the weighted sums overflow float64", ErrInvalidSample)
+		return 0, fmt.Errorf("%w: the weighted sums overflow float64", ErrInvalid)
 	}
 	return sum / wsum, nil
 }

@@ -35,7 +35,7 @@ func (o Outcome) String() string {
 // MarshalText encodes the outcome as "ok", "error" or "canceled".
 func (o Outcome) MarshalText() ([]byte, error) {
 	if int(o) >= len(outcomeNames) {
-		return nil, fmt.Errorf("%w: no name for outcome %d", ErrInvalidText, uint8(o))
+		return nil, fmt.Errorf("%w: no name for outcome %d", ErrInvalid, uint8(o))
 	}
 	return []byte(outcomeNames[o]), nil
 }
@@ -44,7 +44,7 @@ func (o Outcome) MarshalText() ([]byte, error) {
 func (o *Outcome) UnmarshalText(b []byte) error {
 	i, ok := parseName(b, outcomeNames[:])
 	if !ok {
-		return fmt.Errorf("%w: unknown outcome %q (want ok, error or canceled)", ErrInvalidText, b)
+		return fmt.Errorf("%w: unknown outcome %q (want ok, error or canceled)", ErrInvalid, b)
 	}
 	*o = Outcome(i)
 	return nil

@@ -1,7 +1,6 @@
 package llmmetrics
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -78,16 +77,12 @@ var (
 	SLODocumentProcessing = SLO{TTFT: 10 * time.Second, E2EL: 60 * time.Second}
 )
 
-// ErrInvalidSLO is returned (wrapped) by SLO.Validate and ParseSLO for a
-// negative limit or a malformed SLO text.
-var ErrInvalidSLO = errors.New("llmmetrics: invalid SLO")
-
-// Validate returns an error wrapping ErrInvalidSLO when a limit is negative.
+// Validate returns an error wrapping ErrInvalid when a limit is negative.
 // A zero limit means "no limit" and is valid.
 func (s SLO) Validate() error {
 	for _, l := range s.limits() {
 		if l.limit < 0 {
-			return fmt.Errorf("%w: negative %s limit %v", ErrInvalidSLO, l.name, l.limit)
+			return fmt.Errorf("%w: negative SLO %s limit %v", ErrInvalid, l.name, l.limit)
 		}
 	}
 	return nil
@@ -222,7 +217,7 @@ func (s *SLO) Set(text string) error {
 // (case-insensitive); values are Go durations (time.ParseDuration). Spaces
 // around items are ignored. The empty string gives the zero SLO (no
 // limits). An unknown or repeated key, a malformed duration or a negative
-// limit gives an error wrapping ErrInvalidSLO.
+// limit gives an error wrapping ErrInvalid.
 func ParseSLO(text string) (SLO, error) {
 	var s SLO
 	if strings.TrimSpace(text) == "" {
@@ -234,15 +229,15 @@ func ParseSLO(text string) (SLO, error) {
 		key = strings.ToLower(strings.TrimSpace(key))
 		val = strings.TrimSpace(val)
 		if !found || key == "" {
-			return SLO{}, fmt.Errorf("%w: %q is not key=duration", ErrInvalidSLO, strings.TrimSpace(item))
+			return SLO{}, fmt.Errorf("%w: SLO item %q is not key=duration", ErrInvalid, strings.TrimSpace(item))
 		}
 		if seen[key] {
-			return SLO{}, fmt.Errorf("%w: %s given twice", ErrInvalidSLO, key)
+			return SLO{}, fmt.Errorf("%w: SLO key %s given twice", ErrInvalid, key)
 		}
 		seen[key] = true
 		d, err := time.ParseDuration(val)
 		if err != nil {
-			return SLO{}, fmt.Errorf("%w: %s: %w", ErrInvalidSLO, key, err)
+			return SLO{}, fmt.Errorf("%w: SLO %s: %w", ErrInvalid, key, err)
 		}
 		switch key {
 		case "ttft":
@@ -256,7 +251,7 @@ func ParseSLO(text string) (SLO, error) {
 		case "e2el":
 			s.E2EL = d
 		default:
-			return SLO{}, fmt.Errorf("%w: unknown key %q (want ttft, ttfo, tpot, itl or e2el)", ErrInvalidSLO, key)
+			return SLO{}, fmt.Errorf("%w: unknown SLO key %q (want ttft, ttfo, tpot, itl or e2el)", ErrInvalid, key)
 		}
 	}
 	if err := s.Validate(); err != nil {
@@ -278,21 +273,17 @@ type Objective struct {
 	Limit time.Duration `json:"limit_ns"`
 }
 
-// ErrInvalidObjective is returned (wrapped) by Objective.Validate and
-// ParseObjective.
-var ErrInvalidObjective = errors.New("llmmetrics: invalid objective")
-
-// Validate returns an error wrapping ErrInvalidObjective when the latency is
+// Validate returns an error wrapping ErrInvalid when the latency is
 // unknown, the percentile is NaN or outside [0, 100], or the limit is
 // negative.
 func (o Objective) Validate() error {
 	switch {
 	case !o.Latency.valid():
-		return fmt.Errorf("%w: unknown latency %d", ErrInvalidObjective, uint8(o.Latency))
+		return fmt.Errorf("%w: objective with unknown latency %d", ErrInvalid, uint8(o.Latency))
 	case !stats.ValidPercent(o.Percentile):
-		return fmt.Errorf("%w: percentile %v outside [0, 100]", ErrInvalidObjective, o.Percentile)
+		return fmt.Errorf("%w: objective percentile %v outside [0, 100]", ErrInvalid, o.Percentile)
 	case o.Limit < 0:
-		return fmt.Errorf("%w: negative limit %v", ErrInvalidObjective, o.Limit)
+		return fmt.Errorf("%w: negative objective limit %v", ErrInvalid, o.Limit)
 	}
 	return nil
 }
@@ -304,11 +295,11 @@ func (o Objective) String() string {
 
 // ParseObjective parses "p95 ttft<=200ms" (also "p99.9 E2EL <= 5s" and "≤";
 // the latency is read case-insensitively). It returns an error wrapping
-// ErrInvalidObjective for any other form.
+// ErrInvalid for any other form.
 func ParseObjective(text string) (Objective, error) {
 	t := strings.TrimSpace(text)
 	bad := func(why string) (Objective, error) {
-		return Objective{}, fmt.Errorf("%w: %q: %s", ErrInvalidObjective, text, why)
+		return Objective{}, fmt.Errorf("%w: objective %q: %s", ErrInvalid, text, why)
 	}
 	if len(t) < 2 || (t[0] != 'p' && t[0] != 'P') {
 		return bad(`want "p95 ttft<=200ms"`)

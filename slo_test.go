@@ -53,8 +53,8 @@ func TestSLOValidate(t *testing.T) {
 	}
 	for _, s := range []SLO{{TTFT: -1}, {TPOT: -1}, {ITL: -time.Second}, {E2EL: -1}} {
 		err := s.Validate()
-		require.ErrorIs(t, err, ErrInvalidSLO)
-		assert.Regexp(t, `^llmmetrics: invalid SLO: negative (ttft|tpot|itl|e2el) limit`, err.Error())
+		require.ErrorIs(t, err, ErrInvalid)
+		assert.Regexp(t, `^llmmetrics: invalid argument: negative SLO (ttft|tpot|itl|e2el) limit`, err.Error())
 	}
 }
 
@@ -70,9 +70,9 @@ func TestParseSLO(t *testing.T) {
 		{"  ", SLO{}, ""},
 		{"ttft=0s", SLO{}, ""},
 		{"ttft=200", SLO{}, "ttft: time: missing unit"},
-		{"ttft=-1s", SLO{}, "negative ttft limit"},
+		{"ttft=-1s", SLO{}, "negative SLO ttft limit"},
 		{"ttft=1s,ttft=2s", SLO{}, "ttft given twice"},
-		{"p99=1s", SLO{}, `unknown key "p99"`},
+		{"p99=1s", SLO{}, `unknown SLO key "p99"`},
 		{"ttft", SLO{}, `"ttft" is not key=duration`},
 		{"ttft=1s,", SLO{}, `"" is not key=duration`},
 	}
@@ -80,7 +80,7 @@ func TestParseSLO(t *testing.T) {
 		t.Run(tt.in, func(t *testing.T) {
 			got, err := ParseSLO(tt.in)
 			if tt.wantErr != "" {
-				require.ErrorIs(t, err, ErrInvalidSLO)
+				require.ErrorIs(t, err, ErrInvalid)
 				assert.Contains(t, err.Error(), tt.wantErr)
 				assert.Equal(t, SLO{}, got)
 				return
@@ -139,7 +139,7 @@ func TestObjective(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.Found, "empty distribution")
 	_, err = Objective{Latency: LatencyTTFT, Percentile: 101}.Check(empty)
-	assert.ErrorIs(t, err, ErrInvalidObjective, "an invalid objective is an error")
+	assert.ErrorIs(t, err, ErrInvalid, "an invalid objective is an error")
 	assert.Equal(t, "p99.9 e2el<=5s", Objective{Latency: LatencyE2EL, Percentile: 99.9, Limit: 5 * time.Second}.String())
 }
 
@@ -148,7 +148,7 @@ func TestParseObjectiveErrors(t *testing.T) {
 		"p95 ttft<=fast", "p101 ttft<=1s", "p95 ttft<=-1s", "pNaN ttft<=1s"} {
 		t.Run(in, func(t *testing.T) {
 			_, err := ParseObjective(in)
-			require.ErrorIs(t, err, ErrInvalidObjective)
+			require.ErrorIs(t, err, ErrInvalid)
 			assert.Regexp(t, "^llmmetrics: ", err.Error())
 		})
 	}
@@ -164,14 +164,14 @@ func TestLatencyText(t *testing.T) {
 		assert.Equal(t, l, back)
 	}
 	_, err := Latency(6).MarshalText()
-	assert.ErrorIs(t, err, ErrInvalidText)
+	assert.ErrorIs(t, err, ErrInvalid)
 	assert.Equal(t, "Latency(6)", Latency(6).String())
 	assert.Equal(t, "ttfo", LatencyTTFO.String())
 	assert.Equal(t, "generation", LatencyGeneration.String())
 	var l Latency
 	err = l.UnmarshalText([]byte("latency"))
-	assert.ErrorIs(t, err, ErrInvalidText)
-	assert.ErrorContains(t, err, `llmmetrics: invalid text: unknown latency "latency"`)
+	assert.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, `llmmetrics: invalid argument: unknown latency "latency"`)
 }
 
 // withOutput returns r with its first answer token outMS after its Start.
@@ -186,7 +186,7 @@ func TestParseSLOTTFO(t *testing.T) {
 	assert.Equal(t, SLO{TTFT: 200 * time.Millisecond, TTFO: 2 * time.Second}, s)
 	assert.Equal(t, "ttft=200ms,ttfo=2s", s.String())
 	_, err = ParseSLO("ttfo=-1s")
-	assert.ErrorIs(t, err, ErrInvalidSLO)
+	assert.ErrorIs(t, err, ErrInvalid)
 }
 
 func TestObjectiveNewLatencies(t *testing.T) {

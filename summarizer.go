@@ -49,20 +49,20 @@ type Summarizer struct {
 
 // NewSummarizer returns a Summarizer that summarizes with opts (see
 // SummaryOptions; SetDuration changes the duration later). Unlike
-// Summarize, which ignores them, it rejects a negative SLO limit
-// (wrapping ErrInvalidSLO), a percentile that is NaN or outside [0, 100]
-// (ErrInvalidPercentile) and a negative Duration (ErrInvalidOption).
+// Summarize, which ignores them, it rejects a negative SLO limit, a
+// percentile that is NaN or outside [0, 100] and a negative Duration (an
+// error wrapping ErrInvalid).
 func NewSummarizer(opts SummaryOptions) (*Summarizer, error) {
 	if err := opts.SLO.Validate(); err != nil {
 		return nil, err
 	}
 	for _, p := range opts.Percentiles {
 		if !stats.ValidPercent(p) {
-			return nil, fmt.Errorf("%w: %v is outside [0, 100]", ErrInvalidPercentile, p)
+			return nil, fmt.Errorf("%w: percentile %v is outside [0, 100]", ErrInvalid, p)
 		}
 	}
 	if opts.Duration < 0 {
-		return nil, fmt.Errorf("%w: negative summary duration %v", ErrInvalidOption, opts.Duration)
+		return nil, fmt.Errorf("%w: negative summary duration %v", ErrInvalid, opts.Duration)
 	}
 	if opts.Percentiles != nil {
 		opts.Percentiles = slices.Clone(opts.Percentiles) // the caller may reuse theirs

@@ -32,7 +32,7 @@ type Tracker struct {
 
 // NewTracker returns a Tracker configured by opts, with the instruments of
 // both roles (see Start and StartClient). Invalid options make it fail
-// with an error wrapping ErrInvalidOption (ErrInvalidSLO for WithSLO); a
+// with an error wrapping ErrInvalid; a
 // MeterProvider that refuses to create an instrument makes it fail with an
 // error wrapping the provider's.
 func NewTracker(opts ...Option) (*Tracker, error) {

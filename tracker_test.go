@@ -372,12 +372,12 @@ func TestNewTrackerOptions(t *testing.T) {
 		{"nil options and nil arguments are ignored", []Option{nil, WithMeterProvider(nil), WithClock(nil), WithErrorType(nil)}, nil, ""},
 		{"window off", []Option{WithoutWindow()}, nil, ""},
 		{"no age bound", []Option{WithWindow(5, 0)}, nil, ""},
-		{"negative SLO limit", []Option{WithSLO(SLO{TTFT: -time.Millisecond})}, ErrInvalidSLO, "llmmetrics: invalid SLO: negative ttft limit"},
-		{"negative window", []Option{WithWindow(-1, 0)}, ErrInvalidOption, "llmmetrics: invalid option: window"},
-		{"window of no request", []Option{WithWindow(0, time.Minute)}, ErrInvalidOption, "want a positive request count"},
-		{"WithWindow(0, 0) is no way to turn the window off", []Option{WithWindow(0, 0)}, ErrInvalidOption, "window (0 requests, 0s)"},
-		{"negative cache size", []Option{withAttributeCacheSize(-1)}, ErrInvalidOption, "llmmetrics: invalid option: attribute cache size -1"},
-		{"errors are joined", []Option{WithWindow(-1, 0), withAttributeCacheSize(-1)}, ErrInvalidOption, "window (-1 requests, 0s): want a positive request count and an age ≥ 0\nllmmetrics: invalid option: attribute cache size"},
+		{"negative SLO limit", []Option{WithSLO(SLO{TTFT: -time.Millisecond})}, ErrInvalid, "llmmetrics: invalid argument: negative SLO ttft limit"},
+		{"negative window", []Option{WithWindow(-1, 0)}, ErrInvalid, "llmmetrics: invalid argument: window"},
+		{"window of no request", []Option{WithWindow(0, time.Minute)}, ErrInvalid, "want a positive request count"},
+		{"WithWindow(0, 0) is no way to turn the window off", []Option{WithWindow(0, 0)}, ErrInvalid, "window (0 requests, 0s)"},
+		{"negative cache size", []Option{withAttributeCacheSize(-1)}, ErrInvalid, "llmmetrics: invalid argument: attribute cache size -1"},
+		{"errors are joined", []Option{WithWindow(-1, 0), withAttributeCacheSize(-1)}, ErrInvalid, "window (-1 requests, 0s): want a positive request count and an age ≥ 0\nllmmetrics: invalid argument: attribute cache size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
