@@ -670,9 +670,9 @@ func (hjWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return nil, nil, errors.New("test: no connection")
 }
 func (psWriter) Push(string, *http.PushOptions) error { return errTestPush }
+func (rfWriter) ReadFrom(r io.Reader) (int64, error)  { return io.Copy(io.Discard, r) }
 
 var errTestPush = errors.New("test: push")
-func (rfWriter) ReadFrom(r io.Reader) (int64, error)  { return io.Copy(io.Discard, r) }
 
 // TestHandlerKeepsEveryOptionalInterface: next sees CloseNotify, Hijack,
 // Push and ReadFrom exactly when the server's writer has them, in each of
