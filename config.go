@@ -15,10 +15,10 @@ const (
 	// ScopeName is the instrumentation scope name of the Meter a Tracker
 	// creates its instruments with.
 	ScopeName = "github.com/llmmetrics/llmmetrics"
-	// Version is the version of this library, reported as the
+	// version is the version of this library, reported as the
 	// instrumentation scope version. No version is tagged yet: "-dev"
 	// marks a build from the source tree, not a release.
-	Version = "0.1.0-dev"
+	version = "0.1.0-dev"
 )
 
 // Defaults of the options.
@@ -47,18 +47,17 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // config holds every setting of a Tracker; newConfig sets the defaults.
 type config struct {
-	provider   metric.MeterProvider
-	now        func() time.Time
-	slo        SLO
-	hasSLO     bool
-	attrs      []attribute.KeyValue
-	keepITL    bool
-	windowN    int
-	windowAge  time.Duration
-	cacheSize  int
-	errs       []error
-	errorTyper func(error) string
-	onEnd      func(context.Context, Record)
+	provider  metric.MeterProvider
+	now       func() time.Time
+	slo       SLO
+	hasSLO    bool
+	attrs     []attribute.KeyValue
+	keepITL   bool
+	windowN   int
+	windowAge time.Duration
+	cacheSize int
+	errs      []error
+	onEnd     func(context.Context, Record)
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -176,22 +175,6 @@ func withAttributeCacheSize(n int) Option {
 			return
 		}
 		c.cacheSize = n
-	})
-}
-
-// WithErrorType sets how an error passed to End becomes the error.type
-// attribute of the duration histogram and the requests counter: f returns
-// the attribute's value. Returning "" leaves that error to the default:
-// "canceled" for context.Canceled, "timeout" for context.DeadlineExceeded,
-// else semconv.ErrorType (the error's ErrorType method, or its Go type).
-// The values should have low cardinality: a Tracker keeps at most 32
-// distinct error combinations per attribute set and records further
-// error.type values as "_OTHER". A nil function is ignored.
-func WithErrorType(f func(error) string) Option {
-	return optionFunc(func(c *config) {
-		if f != nil {
-			c.errorTyper = f
-		}
 	})
 }
 

@@ -76,7 +76,7 @@ type Price struct {
 
 // Validate returns an error wrapping ErrInvalid when a price is
 // negative, NaN or infinite.
-func (p Price) Validate() error {
+func (p Price) validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -111,7 +111,7 @@ type Usage struct {
 // TokensSaturated), the cached and cache-write parts exceed the input, or
 // the cost overflows. It is safe for concurrent use.
 func (p Price) Cost(u Usage) (float64, error) {
-	if err := p.Validate(); err != nil {
+	if err := p.validate(); err != nil {
 		return 0, err
 	}
 	input, cachedInput, cacheWrite, output := u.InputTokens, u.CachedInputTokens, u.CacheWriteInputTokens, u.OutputTokens

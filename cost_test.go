@@ -102,10 +102,10 @@ func TestPrice(t *testing.T) {
 		})
 	}
 
-	require.NoError(t, p.Validate())
-	require.NoError(t, Price{}.Validate())
+	require.NoError(t, p.validate())
+	require.NoError(t, Price{}.validate())
 	for _, bad := range []Price{{Input: -1}, {CachedInput: math.NaN()}, {CacheWriteInput: -3}, {Output: math.Inf(1)}} {
-		assert.ErrorIs(t, bad.Validate(), ErrInvalid)
+		assert.ErrorIs(t, bad.validate(), ErrInvalid)
 	}
 }
 

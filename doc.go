@@ -82,7 +82,7 @@
 //
 // The side of the request picks the instrument names: the server role for
 // NewHandler and [Tracker.Start], the client role for NewTransport,
-// Middleware and [Tracker.StartClient] ([Role.MetricNames] lists them). A
+// Middleware and [Tracker.StartClient] ([ServerMetricNames] and [ClientMetricNames] list them). A
 // Tracker creates both roles' instruments; the ones both share by name carry
 // llmmetrics.role. Buckets in seconds (S: the GenAI conventions' server TTFT
 // advice, 0.001 … 10; D: 0.01 … 81.92, doubling; tokens ×4 from 1):

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The enums of the package: Role, Protocol and Latency (Outcome lives with
+// The enums of the package: side, Protocol and Latency (Outcome lives with
 // Record, in record.go). Protocol, Latency and Outcome encode as a
 // lower-case name and decode that name in any case.
 
@@ -22,28 +22,29 @@ func parseName(b []byte, names []string) (int, bool) {
 	return 0, false
 }
 
-// Role is a side of a request, which selects the metric names (see the
-// package documentation's metric table) and is the value of RoleKey.
-type Role uint8
+// side is the role of a request's measurements, which selects the metric
+// names (see the package documentation's metric table) and is the value
+// of RoleKey.
+type side uint8
 
 const (
-	// RoleServer is a model server or a gateway: the gen_ai.server.*
+	// sideServer is a model server or a gateway: the gen_ai.server.*
 	// instruments (NewHandler, Tracker.Start).
-	RoleServer Role = iota
-	// RoleClient is an application that calls a model: the
+	sideServer side = iota
+	// sideClient is an application that calls a model: the
 	// gen_ai.client.* instruments (NewTransport, Middleware,
 	// Tracker.StartClient).
-	RoleClient
+	sideClient
 )
 
-var roleNames = [...]string{RoleServer: "server", RoleClient: "client"}
+var roleNames = [...]string{sideServer: "server", sideClient: "client"}
 
-// String returns "server" or "client" (or "Role(N)" for an invalid value).
-func (r Role) String() string {
+// String returns "server" or "client", the value of RoleKey.
+func (r side) String() string {
 	if int(r) < len(roleNames) {
 		return roleNames[r]
 	}
-	return fmt.Sprintf("Role(%d)", uint8(r))
+	return fmt.Sprintf("side(%d)", uint8(r))
 }
 
 // Protocol is the wire format of an LLM answer, which decides the Decoder

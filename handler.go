@@ -94,7 +94,7 @@ func (rw *respWriter) begin() {
 	model := rw.model
 	rw.modelMu.Unlock()
 	c := rw.core
-	rw.req = c.t.startAs(rw.orig.Context(), RoleServer, rw.start, c.attrs(rw.orig, rw.ep, model))
+	rw.req = c.t.startAs(rw.orig.Context(), sideServer, rw.start, c.attrs(rw.orig, rw.ep, model))
 }
 
 // request starts the measured request if it has not started, and returns

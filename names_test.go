@@ -21,11 +21,11 @@ type textEnum interface {
 	MarshalText() ([]byte, error)
 }
 
-// TestRoleString: a Role names itself as the RoleKey attribute does.
+// TestRoleString: a side names itself as the RoleKey attribute does.
 func TestRoleString(t *testing.T) {
-	assert.Equal(t, "server", RoleServer.String())
-	assert.Equal(t, "client", RoleClient.String())
-	assert.Equal(t, "Role(2)", Role(2).String())
+	assert.Equal(t, "server", sideServer.String())
+	assert.Equal(t, "client", sideClient.String())
+	assert.Equal(t, "side(2)", side(2).String())
 }
 
 // TestProtocolText: every Protocol round-trips through its lower-case
@@ -69,15 +69,15 @@ func TestProtocolText(t *testing.T) {
 	var _ textEnum = ProtocolOpenAI
 }
 
-// TestErrStopped: ErrStopped is a plain error that wraps context.Canceled,
+// TestErrStopped: errStopped is a plain error that wraps context.Canceled,
 // so a stream the consumer stopped early ends OutcomeCanceled with
 // error.type "canceled", and callers can match it (also wrapped).
 func TestErrStopped(t *testing.T) {
-	var err error = ErrStopped // a plain error variable
+	var err error = errStopped // a plain error variable
 	assert.ErrorIs(t, err, context.Canceled)
-	assert.True(t, errors.Is(fmt.Errorf("read: %w", ErrStopped), ErrStopped))
+	assert.True(t, errors.Is(fmt.Errorf("read: %w", errStopped), errStopped))
 	canceled := fmt.Errorf("read: %w", context.Canceled)
-	assert.NotErrorIs(t, canceled, ErrStopped, "a plain cancel is not a stop")
+	assert.NotErrorIs(t, canceled, errStopped, "a plain cancel is not a stop")
 	assert.True(t, strings.HasPrefix(err.Error(), "llmmetrics: "), err.Error())
 
 	tr, reader := newTestTracker(t)

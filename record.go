@@ -51,7 +51,7 @@ func (o *Outcome) UnmarshalText(b []byte) error {
 }
 
 // Record is the plain-value timeline of one request: what the analysis
-// functions (Summarize, SLO.Check, …) consume and what Request.End returns.
+// functions (Summarize, SLO.Met, …) consume and what Request.End returns.
 //
 // A zero FirstToken means "no token arrived"; a LastToken that is zero or
 // before FirstToken is taken as FirstToken (a record with one token may set

@@ -100,12 +100,11 @@ func (s SLO) limits() [5]namedLimit {
 	return [5]namedLimit{{"ttft", s.TTFT}, {"ttfo", s.TTFO}, {"tpot", s.TPOT}, {"itl", s.ITL}, {"e2el", s.E2EL}}
 }
 
-// SLOCheck is the result of checking one Record against an SLO, threshold by
-// threshold, so a caller can see which limit a request missed. Each
-// threshold field is true when the limit is unset or the request's value
-// meets it, whatever the outcome; Completed is true when the outcome is
-// OutcomeOK. Met combines them.
-type SLOCheck struct {
+// sloCheck is the result of checking one Record against an SLO, threshold
+// by threshold (Goodput.ByThreshold counts each). Each threshold field is
+// true when the limit is unset or the request's value meets it, whatever
+// the outcome; Completed is true when the outcome is OutcomeOK.
+type sloCheck struct {
 	// Completed is true when the request's outcome is OutcomeOK (the
 	// request completed); a failed or canceled request never meets an SLO.
 	Completed bool `json:"completed"`
@@ -121,12 +120,16 @@ type SLOCheck struct {
 	E2EL bool `json:"e2el"`
 }
 
-// Met reports whether the request is good: Completed and within every limit. For
-// a Record r, slo.Check(r).Met() is the one way to ask "is r good?".
-func (c SLOCheck) Met() bool { return c.Completed && c.TTFT && c.TTFO && c.TPOT && c.ITL && c.E2EL }
+// met reports whether the request is good: Completed and within every
+// limit.
+func (c sloCheck) met() bool { return c.Completed && c.TTFT && c.TTFO && c.TPOT && c.ITL && c.E2EL }
 
-// Check evaluates r against every limit of s (see SLO for the rules).
-func (s SLO) Check(r Record) SLOCheck {
+// Met reports whether r is good: its outcome is OK and it meets every limit
+// of s (see SLO for the rules).
+func (s SLO) Met(r Record) bool { return s.checkRecord(r).met() }
+
+// checkRecord evaluates r against every limit of s.
+func (s SLO) checkRecord(r Record) sloCheck {
 	f := r.figures()
 	return s.check(&r, &f)
 }
@@ -158,8 +161,8 @@ func (r *Record) figures() figures {
 // figures are f, against every limit of s. The largest gap (the ITL
 // limit) is read from r only when that limit is set: it costs a pass over
 // the gaps.
-func (s *SLO) check(r *Record, f *figures) SLOCheck {
-	c := SLOCheck{Completed: r.Outcome == OutcomeOK, TTFT: true, TTFO: true, TPOT: true, ITL: true, E2EL: true}
+func (s *SLO) check(r *Record, f *figures) sloCheck {
+	c := sloCheck{Completed: r.Outcome == OutcomeOK, TTFT: true, TTFO: true, TPOT: true, ITL: true, E2EL: true}
 	if s.TTFT > 0 {
 		c.TTFT = f.tok && f.ttft <= s.TTFT
 	}

@@ -17,29 +17,29 @@ func TestSLOCheck(t *testing.T) {
 		name string
 		slo  SLO
 		r    Record
-		want SLOCheck
+		want sloCheck
 	}{
-		{"zero SLO, OK request", SLO{}, okRecord(0, 900, []float64{900}, 2), SLOCheck{true, true, true, true, true, true}},
-		{"failed request is never good", SLO{}, endedRecord(0, 10, OutcomeError), SLOCheck{false, true, true, true, true, true}},
-		{"canceled request is never good", SLO{}, endedRecord(0, 10, OutcomeCanceled), SLOCheck{false, true, true, true, true, true}},
-		{"no token fails TTFT", SLO{TTFT: time.Second}, noToken, SLOCheck{true, false, true, true, true, true}},
-		{"no token, E2EL from End", SLO{E2EL: msDur(50)}, noToken, SLOCheck{true, true, true, true, true, true}},
-		{"N = 1 meets any TPOT", SLO{TPOT: 1}, okRecord(0, 10, nil, 1), SLOCheck{true, true, true, true, true, true}},
-		{"one chunk has no gap", SLO{ITL: 1}, okRecord(0, 10, nil, 30), SLOCheck{true, true, true, true, true, true}},
-		{"stutter: one long gap", SLO{ITL: msDur(100)}, okRecord(0, 10, []float64{20, 150, 20}, 4), SLOCheck{true, true, true, true, false, true}},
+		{"zero SLO, OK request", SLO{}, okRecord(0, 900, []float64{900}, 2), sloCheck{true, true, true, true, true, true}},
+		{"failed request is never good", SLO{}, endedRecord(0, 10, OutcomeError), sloCheck{false, true, true, true, true, true}},
+		{"canceled request is never good", SLO{}, endedRecord(0, 10, OutcomeCanceled), sloCheck{false, true, true, true, true, true}},
+		{"no token fails TTFT", SLO{TTFT: time.Second}, noToken, sloCheck{true, false, true, true, true, true}},
+		{"no token, E2EL from End", SLO{E2EL: msDur(50)}, noToken, sloCheck{true, true, true, true, true, true}},
+		{"N = 1 meets any TPOT", SLO{TPOT: 1}, okRecord(0, 10, nil, 1), sloCheck{true, true, true, true, true, true}},
+		{"one chunk has no gap", SLO{ITL: 1}, okRecord(0, 10, nil, 30), sloCheck{true, true, true, true, true, true}},
+		{"stutter: one long gap", SLO{ITL: msDur(100)}, okRecord(0, 10, []float64{20, 150, 20}, 4), sloCheck{true, true, true, true, false, true}},
 		{"MaxITL without a list", SLO{ITL: msDur(100)}, func() Record { r := okRecord(0, 10, nil, 4); r.MaxITL = msDur(101); return r }(),
-			SLOCheck{true, true, true, true, false, true}},
-		{"TPOT over", SLO{TPOT: msDur(20)}, okRecord(0, 10, []float64{30, 30}, 3), SLOCheck{true, true, true, false, true, true}},
-		{"negative limit ignored", SLO{TTFT: -1}, okRecord(0, 10, nil, 1), SLOCheck{true, true, true, true, true, true}},
+			sloCheck{true, true, true, true, false, true}},
+		{"TPOT over", SLO{TPOT: msDur(20)}, okRecord(0, 10, []float64{30, 30}, 3), sloCheck{true, true, true, false, true, true}},
+		{"negative limit ignored", SLO{TTFT: -1}, okRecord(0, 10, nil, 1), sloCheck{true, true, true, true, true, true}},
 		// TTFO: the first answer token at 10 ms + 890 ms of reasoning = 900 ms.
-		{"TTFO met at the limit", SLO{TTFO: msDur(900)}, withOutput(okRecord(0, 10, nil, 1), 900), SLOCheck{true, true, true, true, true, true}},
-		{"TTFO over by 1 ms", SLO{TTFO: msDur(899)}, withOutput(okRecord(0, 10, nil, 1), 900), SLOCheck{true, true, false, true, true, true}},
-		{"no answer token fails TTFO", SLO{TTFO: time.Hour}, okRecord(0, 10, nil, 1), SLOCheck{true, true, false, true, true, true}},
-		{"TTFT met, TTFO missed: reasoning", SLO{TTFT: msDur(10), TTFO: msDur(500)}, withOutput(okRecord(0, 10, nil, 1), 900), SLOCheck{true, true, false, true, true, true}},
+		{"TTFO met at the limit", SLO{TTFO: msDur(900)}, withOutput(okRecord(0, 10, nil, 1), 900), sloCheck{true, true, true, true, true, true}},
+		{"TTFO over by 1 ms", SLO{TTFO: msDur(899)}, withOutput(okRecord(0, 10, nil, 1), 900), sloCheck{true, true, false, true, true, true}},
+		{"no answer token fails TTFO", SLO{TTFO: time.Hour}, okRecord(0, 10, nil, 1), sloCheck{true, true, false, true, true, true}},
+		{"TTFT met, TTFO missed: reasoning", SLO{TTFT: msDur(10), TTFO: msDur(500)}, withOutput(okRecord(0, 10, nil, 1), 900), sloCheck{true, true, false, true, true, true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.slo.Check(tt.r)
+			got := tt.slo.checkRecord(tt.r)
 			assert.Equal(t, tt.want, got)
 		})
 	}

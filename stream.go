@@ -11,11 +11,11 @@ import (
 	"time"
 )
 
-// ErrStopped is the error a stream adapter ends a request with when the
+// errStopped is the error a stream adapter ends a request with when the
 // consumer stopped early: a Close before EOF, or a break out of a range
-// loop. It wraps context.Canceled (errors.Is(ErrStopped, context.Canceled)
+// loop. It wraps context.Canceled (errors.Is(errStopped, context.Canceled)
 // holds), so the outcome is OutcomeCanceled and error.type is "canceled".
-var ErrStopped = fmt.Errorf("llmmetrics: consumer stopped before the end of the stream: %w", context.Canceled)
+var errStopped = fmt.Errorf("llmmetrics: consumer stopped before the end of the stream: %w", context.Canceled)
 
 // NewReader wraps body (typically an HTTP response body) so that reading it
 // measures req. The caller reads exactly the bytes and errors body returns,
@@ -215,7 +215,7 @@ func (r *reader) Close() error {
 		// caller giving up.
 		r.end(*err)
 	default:
-		r.end(ErrStopped)
+		r.end(errStopped)
 	}
 	if c, ok := r.body.(io.Closer); ok {
 		return c.Close()
@@ -275,13 +275,13 @@ func countOf[T any](count func(T) int, v T) int {
 // WrapSeq measures req from an iterator of stream items: each item is a
 // chunk carrying count(item) answer tokens (nil count: 1 per item; as
 // WrapChan, Request.Chunk), yielded unchanged. The request ends when the iteration does: OutcomeOK when seq
-// is exhausted; OutcomeCanceled (ErrStopped) when the consumer breaks out
+// is exhausted; OutcomeCanceled (errStopped) when the consumer breaks out
 // of the loop or panics; OutcomeCanceled when req's context is done (checked
 // before each item is yielded). The returned iterator is single-use, like
 // the request it measures.
 func WrapSeq[T any](req *Request, seq iter.Seq[T], count func(T) int) iter.Seq[T] {
 	return func(yield func(T) bool) {
-		var endErr error = ErrStopped
+		var endErr error = errStopped
 		defer func() { req.End(endErr) }()
 		for v := range seq {
 			if err := req.ctx.Err(); err != nil {
@@ -303,7 +303,7 @@ func WrapSeq[T any](req *Request, seq iter.Seq[T], count func(T) int) iter.Seq[T
 // its item carries no tokens.
 func WrapSeq2[T any](req *Request, seq iter.Seq2[T, error], count func(T) int) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		var endErr error = ErrStopped
+		var endErr error = errStopped
 		defer func() { req.End(endErr) }()
 		for v, err := range seq {
 			if err != nil {

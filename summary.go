@@ -359,7 +359,7 @@ func (t *tally) add(r *Record, m *recMetrics, slo *SLO) (rs recSamples) {
 		t.mITL += countIf(c.ITL)
 		t.mE2EL += countIf(c.E2EL)
 	}
-	if c.Met() {
+	if c.met() {
 		t.good++
 		t.goodTokens = addSat(t.goodTokens, out, &t.sat)
 	}

@@ -267,23 +267,23 @@ func TestSummarizeSLOOnTheLimit(t *testing.T) {
 	tests := []struct {
 		name string
 		r    Record
-		want SLOCheck
+		want sloCheck
 	}{
-		{"all on the limit", onLimit, SLOCheck{Completed: true, TTFO: true, TTFT: true, TPOT: true, ITL: true, E2EL: true}},
+		{"all on the limit", onLimit, sloCheck{Completed: true, TTFO: true, TTFT: true, TPOT: true, ITL: true, E2EL: true}},
 		{"TTFT 1 ns over", justOver(func(r *Record) { r.Start = r.Start.Add(-1) }),
-			SLOCheck{Completed: true, TTFO: true, TTFT: false, TPOT: true, ITL: true, E2EL: false}},
+			sloCheck{Completed: true, TTFO: true, TTFT: false, TPOT: true, ITL: true, E2EL: false}},
 		// 100 ms + 1 ns over 4 tokens: Record.TPOT rounds to 25 ms, but the
 		// limit is compared exactly.
 		{"TPOT a quarter ns over", justOver(func(r *Record) { r.LastToken = r.LastToken.Add(1); r.End = r.LastToken }),
-			SLOCheck{Completed: true, TTFO: true, TTFT: true, TPOT: false, ITL: true, E2EL: false}},
+			sloCheck{Completed: true, TTFO: true, TTFT: true, TPOT: false, ITL: true, E2EL: false}},
 		{"largest gap 1 ns over", justOver(func(r *Record) { r.ITL[1]++ }),
-			SLOCheck{Completed: true, TTFO: true, TTFT: true, TPOT: true, ITL: false, E2EL: true}},
+			sloCheck{Completed: true, TTFO: true, TTFT: true, TPOT: true, ITL: false, E2EL: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, slo.Check(tt.r))
+			assert.Equal(t, tt.want, slo.checkRecord(tt.r))
 			s := Summarize([]Record{tt.r}, SummaryOptions{SLO: slo})
-			assert.Equal(t, countIf(tt.want.Met()), s.Goodput.Good)
+			assert.Equal(t, countIf(tt.want.met()), s.Goodput.Good)
 		})
 	}
 	d, ok := justOver(func(r *Record) { r.LastToken = r.LastToken.Add(1) }).TPOT()
@@ -421,7 +421,7 @@ func TestSummarizeProperties(t *testing.T) {
 		assert.Equal(t, s.Requests, s.Completed+s.Failed+s.Canceled)
 		good := 0
 		for _, r := range rs {
-			good += countIf(slo.Check(r).Met())
+			good += countIf(slo.Met(r))
 		}
 		assert.Equal(t, good, s.Goodput.Good)
 	}

@@ -21,8 +21,8 @@ import (
 // A Tracker is safe for concurrent use by any number of goroutines.
 type Tracker struct {
 	cfg  config
-	inst [2]instruments // by Role
-	base [2]*attrSet    // the Tracker's attributes, by Role
+	inst [2]instruments // by side
+	base [2]*attrSet    // the Tracker's attributes, by side
 
 	cacheMu sync.RWMutex
 	cache   map[setKey]*attrSet
@@ -45,7 +45,7 @@ func NewTracker(opts ...Option) (*Tracker, error) {
 		return nil, fmt.Errorf("llmmetrics: creating instruments: %w", err)
 	}
 	t := &Tracker{cfg: cfg, inst: inst, cache: make(map[setKey]*attrSet)}
-	for _, role := range []Role{RoleServer, RoleClient} {
+	for _, role := range []side{sideServer, sideClient} {
 		t.base[role] = t.newAttrSet(attribute.NewSet(cfg.attrs...), role)
 	}
 	if cfg.windowN > 0 {
@@ -88,7 +88,7 @@ type attrSet struct {
 
 // setKey identifies a cached attrSet.
 type setKey struct {
-	role Role
+	role side
 	set  attribute.Distinct
 }
 
@@ -105,7 +105,7 @@ type endOpts struct {
 	in, out  []metric.AddOption    // base + role + token type + outcome + slo_met
 }
 
-func (t *Tracker) newAttrSet(s attribute.Set, role Role) *attrSet {
+func (t *Tracker) newAttrSet(s attribute.Set, role side) *attrSet {
 	as := &attrSet{attrs: s.ToSlice(), role: RoleKey.String(role.String()), errs: make(map[errKey]*endOpts)}
 	as.rec = []metric.RecordOption{metric.WithAttributeSet(s)}
 	as.ttfo = []metric.RecordOption{metric.WithAttributeSet(as.with(as.role))}
@@ -174,7 +174,7 @@ func (as *attrSet) endOptsFor(o Outcome, st sloState, errType string) *endOpts {
 
 // setFor returns the prebuilt options for the Tracker's attributes plus
 // attrs in role, from the bounded cache when it can.
-func (t *Tracker) setFor(role Role, attrs []attribute.KeyValue) *attrSet {
+func (t *Tracker) setFor(role side, attrs []attribute.KeyValue) *attrSet {
 	base := t.base[role].attrs
 	kvs := make([]attribute.KeyValue, 0, len(base)+len(attrs))
 	s := attribute.NewSet(append(append(kvs, base...), attrs...)...)
@@ -219,7 +219,7 @@ func (t *Tracker) Start(ctx context.Context, attrs ...attribute.KeyValue) *Reque
 // instant, not the zero time.Time: in a Record a zero time means "unset", so
 // a token or End at offset 0 from a zero start would read as missing.
 func (t *Tracker) StartAt(ctx context.Context, start time.Time, attrs ...attribute.KeyValue) *Request {
-	return t.startAs(ctx, RoleServer, start, attrs)
+	return t.startAs(ctx, sideServer, start, attrs)
 }
 
 // StartClient is Start on the client side: it measures a call to a model
@@ -231,11 +231,11 @@ func (t *Tracker) StartClient(ctx context.Context, attrs ...attribute.KeyValue) 
 
 // StartClientAt is StartClient with an explicit start time (see StartAt).
 func (t *Tracker) StartClientAt(ctx context.Context, start time.Time, attrs ...attribute.KeyValue) *Request {
-	return t.startAs(ctx, RoleClient, start, attrs)
+	return t.startAs(ctx, sideClient, start, attrs)
 }
 
 // startAs is StartAt recording with the instruments of role.
-func (t *Tracker) startAs(ctx context.Context, role Role, start time.Time, attrs []attribute.KeyValue) *Request {
+func (t *Tracker) startAs(ctx context.Context, role side, start time.Time, attrs []attribute.KeyValue) *Request {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -285,21 +285,18 @@ type Request struct {
 	errType         string // the error.type of the error passed to End
 }
 
-// Context returns the context the request was started with.
-func (r *Request) Context() context.Context { return r.ctx }
-
 var (
 	errNegativeTokens = errors.New("llmmetrics: negative token count ignored")
 	errNegativeUsage  = errors.New("llmmetrics: negative usage count ignored")
 )
 
-// ErrUsageBelowChunks is the problem (wrapped, with both counts) a Request
+// errUsageBelowChunks is the problem (wrapped, with both counts) a Request
 // reports through otel.Handle when it ends with a reported output count
 // (SetUsage) below its number of token-carrying chunks. Every such chunk
 // holds at least one token, so the report is the server's fault (the
 // Responses API can end with "output_tokens": 0 after 16 deltas): N is
 // then the chunk count.
-var ErrUsageBelowChunks = errors.New("llmmetrics: reported output tokens below the token-carrying chunks")
+var errUsageBelowChunks = errors.New("llmmetrics: reported output tokens below the token-carrying chunks")
 
 // Chunk records that a chunk arrived now (by the Tracker's clock) holding
 // tokens answer tokens: content, refusal or tool-call output. A chunk
@@ -381,7 +378,7 @@ func (r *Request) chunkAt(t time.Time, tokens int, answer bool) {
 // chunk of stream_options.include_usage); output counts every generated
 // token, reasoning included. The output count, once set, overrides the sum
 // of chunk counts as N, except that N is never below the number of
-// token-carrying chunks (see ErrUsageBelowChunks). Later calls replace
+// token-carrying chunks (see errUsageBelowChunks). Later calls replace
 // earlier ones (usage counts are cumulative). Negative counts are ignored
 // and reported through otel.Handle. A SetUsage after End is ignored.
 func (r *Request) SetUsage(input, output int) {
@@ -477,7 +474,7 @@ func (r *Request) EndAt(t time.Time, err error) Record {
 	low := r.hasUsage && r.output < r.chunks
 	r.mu.Unlock()
 	if low {
-		otel.Handle(fmt.Errorf("%w: usage says %d, %d chunks arrived; N is %d", ErrUsageBelowChunks, r.output, rec.Chunks, rec.OutputTokens))
+		otel.Handle(fmt.Errorf("%w: usage says %d, %d chunks arrived; N is %d", errUsageBelowChunks, r.output, rec.Chunks, rec.OutputTokens))
 	}
 	r.t.finish(r.ctx, r.inst, r.set, rec, err)
 	return rec
@@ -529,11 +526,6 @@ func (t *Tracker) errorType(err error) string {
 	if err == nil {
 		return ""
 	}
-	if t.cfg.errorTyper != nil {
-		if v := t.cfg.errorTyper(err); v != "" {
-			return v
-		}
-	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
@@ -557,7 +549,7 @@ func (t *Tracker) finish(ctx context.Context, in *instruments, set *attrSet, rec
 	st := sloNone
 	if t.cfg.hasSLO {
 		st = sloMissed
-		if t.cfg.slo.Check(rec).Met() {
+		if t.cfg.slo.Met(rec) {
 			st = sloMet
 		}
 	}

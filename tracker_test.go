@@ -30,7 +30,7 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metr
 	out := map[string]metricdata.Metrics{}
 	for _, sm := range rm.ScopeMetrics {
 		require.Equal(t, ScopeName, sm.Scope.Name)
-		require.Equal(t, Version, sm.Scope.Version)
+		require.Equal(t, version, sm.Scope.Version)
 		require.Equal(t, semconv.SchemaURL, sm.Scope.SchemaURL)
 		for _, m := range sm.Metrics {
 			out[m.Name] = m
@@ -78,11 +78,11 @@ func intSum(name, unit string, monotonic bool, points ...metricdata.DataPoint[in
 // TTFT 100 ms; N = 5 (usage overrides the chunk sum 4); TPOT = 90 ms / 4 =
 // 22.5 ms; ITL = [30 ms, 60 ms]; E2EL = 190 ms (the last token).
 func oneStream(tr *Tracker, err error) Record {
-	return oneStreamAs(tr, RoleServer, err)
+	return oneStreamAs(tr, sideServer, err)
 }
 
 // oneStreamAs is oneStream measured in role.
-func oneStreamAs(tr *Tracker, role Role, err error) Record {
+func oneStreamAs(tr *Tracker, role side, err error) Record {
 	r := tr.startAs(context.Background(), role, at(0), nil)
 	r.ChunkAt(at(50), 0)
 	r.ChunkAt(at(100), 1)
@@ -138,7 +138,7 @@ func TestTrackerInstrumentsServer(t *testing.T) {
 
 func TestTrackerInstrumentsClient(t *testing.T) {
 	tr, reader := newTestTracker(t)
-	oneStreamAs(tr, RoleClient, nil)
+	oneStreamAs(tr, sideClient, nil)
 	got := collect(t, reader)
 	base := set()
 	role := RoleKey.String("client")
@@ -339,7 +339,7 @@ func TestRequestEdgeCases(t *testing.T) {
 		rec := r.EndAt(at(90), nil)
 		assert.Nil(t, rec.ITL)
 		assert.Equal(t, 50*time.Millisecond, rec.MaxITL)
-		assert.False(t, SLO{ITL: 40 * time.Millisecond}.Check(rec).Met(), "the 50 ms stutter breaks the 40 ms ITL limit")
+		assert.False(t, SLO{ITL: 40 * time.Millisecond}.Met(rec), "the 50 ms stutter breaks the 40 ms ITL limit")
 	})
 	t.Run("nil context is accepted", func(t *testing.T) {
 		tr, _ := newTestTracker(t)
@@ -369,7 +369,7 @@ func TestNewTrackerOptions(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", nil, nil, ""},
-		{"nil options and nil arguments are ignored", []Option{nil, WithMeterProvider(nil), WithClock(nil), WithErrorType(nil)}, nil, ""},
+		{"nil options and nil arguments are ignored", []Option{nil, WithMeterProvider(nil), WithClock(nil)}, nil, ""},
 		{"window off", []Option{WithoutWindow()}, nil, ""},
 		{"no age bound", []Option{WithWindow(5, 0)}, nil, ""},
 		{"negative SLO limit", []Option{WithSLO(SLO{TTFT: -time.Millisecond})}, ErrInvalid, "llmmetrics: invalid argument: negative SLO ttft limit"},
@@ -421,7 +421,7 @@ func TestAttributeCacheBounded(t *testing.T) {
 	}
 	assert.Len(t, tr.cache, 1, "the cache is bounded")
 	last := set(semconv.GenAIResponseModel("c"))
-	_, cachedLast := tr.cache[setKey{RoleServer, last.Equivalent()}]
+	_, cachedLast := tr.cache[setKey{sideServer, last.Equivalent()}]
 	assert.True(t, cachedLast, "a new set replaces an old one")
 }
 

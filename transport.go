@@ -99,7 +99,7 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 	ep := c.endpointOf(req)
 	out, model, addedUsage := c.prepare(req, ep)
 	ctx := req.Context()
-	r := c.t.startAs(ctx, RoleClient, start, c.attrs(req, ep, model))
+	r := c.t.startAs(ctx, sideClient, start, c.attrs(req, ep, model))
 
 	resp, err := next.RoundTrip(out)
 	switch {

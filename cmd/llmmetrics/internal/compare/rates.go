@@ -109,7 +109,7 @@ func compareRates(b, n sample, s settings) []Result {
 			return 0
 		}, false},
 		{"request_throughput", "requests/s", func(r llmmetrics.Record, _ llmmetrics.SLO) float64 { return b2f(ok(r)) }, false},
-		{"goodput", "requests/s", func(r llmmetrics.Record, slo llmmetrics.SLO) float64 { return b2f(slo.Check(r).Met()) }, true},
+		{"goodput", "requests/s", func(r llmmetrics.Record, slo llmmetrics.SLO) float64 { return b2f(slo.Met(r)) }, true},
 	}
 	var out []Result
 	for _, rt := range rs {
@@ -164,7 +164,7 @@ func compareAttainment(b, n sample, s settings) Result {
 	good := func(x sample) (int, int) {
 		g := 0
 		for _, r := range x.recs {
-			if x.slo.Check(r).Met() {
+			if x.slo.Met(r) {
 				g++
 			}
 		}
@@ -184,7 +184,7 @@ func compareAttainment(b, n sample, s settings) Result {
 		// Repeated runs: the two-stage bootstrap of the latencies, on each
 		// request's 1 (met the SLO) or 0.
 		met := func(slo llmmetrics.SLO) func(llmmetrics.Record) []float64 {
-			return func(r llmmetrics.Record) []float64 { return []float64{b2f(slo.Check(r).Met())} }
+			return func(r llmmetrics.Record) []float64 { return []float64{b2f(slo.Met(r))} }
 		}
 		cb, grb := clusteredOf(b.repeats, met(b.slo))
 		cn, grn := clusteredOf(n.repeats, met(n.slo))
