@@ -11,30 +11,14 @@ import (
 )
 
 // SLO is a per-request service level objective: the latency limits a
-// request must meet to count as good. A zero field means "no limit"; the
-// zero SLO has no limits, so every OK request meets it.
+// request must meet to count as good. A zero field means "no limit". Only
+// OK requests can be good; comparisons are inclusive (value ≤ limit). A
+// request without a token fails a TTFT limit, one without an answer token a
+// TTFO limit; one with N ≤ 1 meets any TPOT limit, one with fewer than two
+// chunks any ITL limit (which bounds the largest single gap, the "stutter").
 //
-// Comparisons are inclusive (value ≤ limit) and exact to the nanosecond.
-// Only requests with outcome OK can be good. The limits are:
-//
-//   - TTFT bounds FirstToken − Start. A request without a token fails a TTFT
-//     limit (it never showed the user anything).
-//   - TTFO bounds FirstOutput − Start, the wait for the first answer token
-//     after any reasoning (Record.TTFO): what the reader of a reasoning
-//     model waits for. A request without an answer token fails a TTFO limit.
-//   - TPOT bounds (LastToken − FirstToken) / (N − 1), compared without
-//     rounding. A request with N ≤ 1 has no TPOT and meets any TPOT limit.
-//   - ITL bounds the largest single gap between token-carrying chunks
-//     (Record.MaxITL and Record.ITL): the "stutter" limit. A request with fewer than two
-//     chunks has no gap and meets it.
-//   - E2EL bounds the end-to-end latency (Record.E2EL). A record with
-//     neither a token nor an End has none and fails an E2EL limit.
-//
-// SLO implements flag.Value (through *SLO) with the text form of ParseSLO,
-// so a command can declare `flag.Var(&slo, "slo", "…")`. It encodes to JSON
-// as {"ttft_ns": …, "ttfo_ns": …, "tpot_ns": …, "itl_ns": …, "e2el_ns": …}, omitting unset
-// limits. An SLO is a plain value, safe for concurrent use when not being
-// modified.
+// *SLO is a flag.Value in the text form of ParseSLO. JSON names: ttft_ns,
+// ttfo_ns, tpot_ns, itl_ns, e2el_ns (unset limits omitted).
 type SLO struct {
 	// TTFT is the time-to-first-token limit (0 = none).
 	TTFT time.Duration `json:"ttft_ns,omitempty"`
@@ -48,37 +32,19 @@ type SLO struct {
 	E2EL time.Duration `json:"e2el_ns,omitempty"`
 }
 
-// Presets for common use cases. They are starting points, not standards:
-// measure what your users tolerate and adjust. Treat them as constants
-// (copy one and change the copy).
+// Presets for common use cases: starting points, not standards (their
+// sources are in docs/definitions.md). Treat them as constants.
 var (
-	// SLOChat suits an interactive chat: TTFT ≤ 200 ms and TPOT ≤ 100 ms.
-	// 200 ms is the chatbot example of the DistServe authors ("a fast
-	// initial response (e.g., under 0.2 seconds)", hao-ai-lab.github.io,
-	// DistServe blog, 2024); 100 ms per token is 10 tokens/s, about 450
-	// words per minute, which Databricks' LLM benchmarking guide notes is
-	// faster than a typical person reads.
+	// SLOChat suits an interactive chat: TTFT ≤ 200 ms, TPOT ≤ 100 ms.
 	SLOChat = SLO{TTFT: 200 * time.Millisecond, TPOT: 100 * time.Millisecond}
-
-	// SLOCodeCompletion suits inline code completion: TTFT ≤ 100 ms and
-	// E2EL ≤ 1 s. 0.1 s is the limit for a response to feel instantaneous
-	// and 1 s the limit for the user's flow of thought to stay
-	// uninterrupted (J. Nielsen, "Response Times: The 3 Important Limits",
-	// 1993); the DistServe authors note that code completion needs a fast
-	// end-to-end generation time rather than a reading-speed stream.
+	// SLOCodeCompletion suits inline code completion: TTFT ≤ 100 ms, E2EL ≤ 1 s.
 	SLOCodeCompletion = SLO{TTFT: 100 * time.Millisecond, E2EL: time.Second}
-
-	// SLODocumentProcessing suits summarization and extraction over long
-	// documents, read after the answer is complete: TTFT ≤ 10 s (Nielsen's
-	// limit for keeping the user's attention, and room for a long
-	// prefill) and E2EL ≤ 60 s (the default read timeout of common reverse
-	// proxies such as nginx's proxy_read_timeout: a slower answer is often
-	// cut off in practice).
+	// SLODocumentProcessing suits work over long documents, read once
+	// complete: TTFT ≤ 10 s, E2EL ≤ 60 s.
 	SLODocumentProcessing = SLO{TTFT: 10 * time.Second, E2EL: 60 * time.Second}
 )
 
 // Validate returns an error wrapping ErrInvalid when a limit is negative.
-// A zero limit means "no limit" and is valid.
 func (s SLO) Validate() error {
 	for _, l := range s.limits() {
 		if l.limit < 0 {
