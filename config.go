@@ -78,9 +78,7 @@ func newConfig(opts []Option) (config, error) {
 }
 
 // WithMeterProvider sets the MeterProvider the Tracker creates its
-// instruments with. A nil provider is ignored. Default: the global provider
-// (otel.GetMeterProvider), which forwards to whatever provider is installed
-// later with otel.SetMeterProvider.
+// instruments with. Default: the global provider (otel.GetMeterProvider).
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) {
 		if mp != nil {
@@ -89,9 +87,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	})
 }
 
-// WithClock sets the function a Tracker reads the time from in Start, Chunk
-// and End (the *At methods take the time as an argument instead). A nil
-// function is ignored. Default: time.Now. The clock is read once per call.
+// WithClock sets the clock a Tracker reads in Start, Chunk and End.
+// Default: time.Now.
 func WithClock(now func() time.Time) Option {
 	return optionFunc(func(c *config) {
 		if now != nil {
@@ -100,10 +97,8 @@ func WithClock(now func() time.Time) Option {
 	})
 }
 
-// WithSLO sets the service-level objective each ended request is checked
-// against: the requests counter then carries llmmetrics.slo_met=true/false,
-// so goodput can be computed from counters. An SLO whose Validate fails
-// makes NewTracker fail. Default: no SLO (no slo_met attribute).
+// WithSLO sets the SLO each ended request is checked against: the requests
+// counter then carries llmmetrics.slo_met. Default: none.
 func WithSLO(slo SLO) Option {
 	return optionFunc(func(c *config) {
 		if err := slo.Validate(); err != nil {
@@ -115,30 +110,23 @@ func WithSLO(slo SLO) Option {
 }
 
 // WithAttributes adds attributes to every measurement of the Tracker, such
-// as gen_ai.operation.name, gen_ai.provider.name and gen_ai.request.model.
-// The attribute set is built once, at construction. Repeated calls add up;
-// a later value for the same key wins.
+// as gen_ai.provider.name. Calls add up; a later value for a key wins.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	return optionFunc(func(c *config) {
 		c.attrs = append(c.attrs, attrs...)
 	})
 }
 
-// WithoutITL makes Records leave out the list of their inter-token gaps
-// (Record.ITL is nil): a Request then holds no per-token memory. The ITL
-// histogram is still recorded and Record.MaxITL is still set (so an ITL SLO
-// still works), but Snapshot's ITL distribution is empty. Default: each
-// Record keeps its gaps.
+// WithoutITL makes Records leave out their list of inter-token gaps, so a
+// Request holds no per-token memory; the ITL histogram and Record.MaxITL
+// are still recorded, but Snapshot's ITL distribution is empty.
 func WithoutITL() Option {
 	return optionFunc(func(c *config) { c.keepITL = false })
 }
 
-// WithWindow bounds the recently ended requests that Snapshot summarizes: at
-// most the last n requests, and none that ended more than age ago (by the
-// Tracker's clock); a zero age sets no age bound. Memory is bounded by n,
-// which must be positive: n ≤ 0 or a negative age makes NewTracker fail.
-// Default: the last 1,000 requests of the last 5 minutes. WithoutWindow
-// turns the window off.
+// WithWindow bounds the recently ended requests that Snapshot summarizes:
+// the last n (n > 0), none that ended more than age ago (0: no age bound).
+// Default: the last 1,000 of the last 5 minutes.
 func WithWindow(n int, age time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if n <= 0 || age < 0 {
@@ -150,8 +138,7 @@ func WithWindow(n int, age time.Duration) Option {
 }
 
 // WithoutWindow turns Snapshot's window off: the Tracker keeps no ended
-// request, and Snapshot returns an empty Summary. For a Tracker whose
-// Records go elsewhere (WithOnEnd, the Records End returns).
+// request and Snapshot returns an empty Summary.
 func WithoutWindow() Option {
 	return optionFunc(func(c *config) { c.windowN, c.windowAge = 0, 0 })
 }
@@ -179,14 +166,9 @@ func withAttributeCacheSize(n int) Option {
 }
 
 // WithOnEnd sets a function called with the Record of every request the
-// Tracker ends, after its measurements were recorded, on the goroutine that
-// ended it (for NewTransport: the one that read the body to its end or
-// closed it). ctx is the request's context (the one given to Start; for
-// NewTransport and Middleware the http.Request's), so a caller can find its
-// own per-request values there. f must be safe for concurrent use, must not
-// block, and must not modify the Record's ITL slice (End returns the same
-// slice). It is how a load tester that measures through NewTransport
-// collects every request's Record. A nil f is ignored. Default: none.
+// Tracker ends, on the goroutine that ended it, with the request's context.
+// f must be safe for concurrent use, must not block and must not modify
+// the Record's ITL slice.
 func WithOnEnd(f func(ctx context.Context, r Record)) Option {
 	return optionFunc(func(c *config) {
 		if f != nil {

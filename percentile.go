@@ -10,18 +10,10 @@ import (
 )
 
 // Percentile returns the p-th percentile of values with numpy's default
-// ("linear") method: the values are sorted, the virtual index
-// i = p/100 × (len−1) is computed, and the result interpolates linearly
-// between the two values around i. It is the method `vllm bench serve` uses.
-//
-// p is in percent (0–100), like numpy and like people say "p99": p = 0 gives
-// the minimum, p = 100 the maximum, p = 50 the median (for an even count,
-// the mean of the two middle values).
-//
-// The error wraps ErrInvalid when p is NaN or outside [0, 100],
-// ErrInvalid when a value is NaN or ±Inf, and ErrUndefined when
-// values is empty. values is not modified; Percentile copies and sorts it
-// (O(n log n), one allocation). It is safe for concurrent use.
+// linear interpolation, as `vllm bench serve` does. p is in percent (0–100):
+// 0 gives the minimum, 50 the median, 100 the maximum. The error wraps
+// ErrInvalid for a p outside [0, 100] or a NaN or infinite value, and
+// ErrUndefined for no values. values is not modified.
 func Percentile(values []float64, p float64) (float64, error) {
 	s, err := sortedCopy(values, p)
 	if err != nil {
@@ -76,15 +68,11 @@ func percentileNearestRank(values []float64, p float64) (float64, error) {
 	return s[min(max(rank, 1), len(s))-1], nil
 }
 
-// WeightedMean returns Σ values[i]·weights[i] / Σ weights[i]. With every
-// weight 1 it is the plain mean; Summary.TokenWeightedTPOT is the weighted
-// mean of per-request TPOT with weights N − 1. A zero weight leaves its
-// value out.
-//
-// The error wraps ErrInvalid when the slices differ in length, a
-// value is NaN or ±Inf, a weight is negative, NaN or ±Inf, or a sum
-// overflows; it wraps ErrUndefined when the weights sum to 0 (no values,
-// or only zero weights). It is safe for concurrent use.
+// WeightedMean returns Σ values[i]·weights[i] / Σ weights[i]: with weights
+// N − 1, the mean of per-request TPOT is Summary.TokenWeightedTPOT. The
+// error wraps ErrInvalid for slices of different lengths, a NaN or infinite
+// value, a negative weight or an overflow, and ErrUndefined when the
+// weights sum to 0.
 func WeightedMean(values, weights []float64) (float64, error) {
 	if len(values) != len(weights) {
 		return 0, fmt.Errorf("%w: %d values and %d weights", ErrInvalid, len(values), len(weights))
@@ -113,9 +101,7 @@ func WeightedMean(values, weights []float64) (float64, error) {
 	return sum / wsum, nil
 }
 
-// PercentileValue is one requested percentile of a Distribution: P is in
-// percent (0–100), Value the latency at that percentile. It encodes to JSON
-// as {"p": 99, "value_ns": 123456789}.
+// PercentileValue is one requested percentile of a Distribution.
 type PercentileValue struct {
 	// P is the percentile in percent (0–100).
 	P float64 `json:"p"`
@@ -123,19 +109,9 @@ type PercentileValue struct {
 	Value time.Duration `json:"value_ns"`
 }
 
-// Distribution summarizes one sample set (all TTFTs, all TPOTs, all ITL gaps
-// or all E2ELs of a run) with the statistics `vllm bench serve` reports:
-// mean, median, population standard deviation, min, max and the requested
-// percentiles (numpy linear). All durations are rounded to the nearest
-// nanosecond.
-//
-// An empty sample set has Count 0 and every other field zero or empty: check
-// Count before reading the statistics (vLLM reports such a set as zeros).
-//
-// JSON field names are stable:
-//
-//	{"count": 3, "mean_ns": ..., "median_ns": ..., "std_ns": ..., "min_ns": ...,
-//	 "max_ns": ..., "percentiles": [{"p": 99, "value_ns": ...}]}
+// Distribution summarizes one sample set (all TTFTs of a run, say) with the
+// statistics `vllm bench serve` reports, each rounded to the nanosecond. An
+// empty set has Count 0 and every other field zero: check Count first.
 type Distribution struct {
 	// Count is the number of samples.
 	Count int `json:"count"`
@@ -154,10 +130,9 @@ type Distribution struct {
 	Percentiles []PercentileValue `json:"percentiles,omitempty"`
 }
 
-// Percentile returns the value at percentile p (in percent) when p was
-// requested in SummaryOptions.Percentiles. p = 0, 50 and 100 are always
-// available (Min, Median and Max). ok is false when the distribution is
-// empty or p was not requested.
+// Percentile returns the value at percentile p (in percent), which must be
+// one of SummaryOptions.Percentiles, or 0, 50 or 100. ok is false when the
+// distribution is empty or p was not requested.
 func (d Distribution) Percentile(p float64) (v time.Duration, ok bool) {
 	if d.Count == 0 {
 		return 0, false
