@@ -7,8 +7,8 @@ import (
 )
 
 // The enums of the package: side, Protocol and Latency (Outcome lives with
-// Record, in record.go). Protocol, Latency and Outcome encode as a
-// lower-case name and decode that name in any case.
+// Record, in record.go). Latency and Outcome encode as a lower-case name and
+// decode that name in any case.
 
 // parseName returns the index of b in names, compared case-insensitively:
 // the one rule for the text form of every enum of this package (Outcome,
@@ -92,26 +92,6 @@ func (p Protocol) String() string {
 		return protocolNames[p]
 	}
 	return "Protocol(" + strconv.Itoa(int(p)) + ")"
-}
-
-// MarshalText encodes the protocol as its lower-case name, as String does;
-// a value without a name is an ErrInvalid error.
-func (p Protocol) MarshalText() ([]byte, error) {
-	if int(p) >= len(protocolNames) {
-		return nil, fmt.Errorf("%w: no name for protocol %d", ErrInvalid, uint8(p))
-	}
-	return []byte(protocolNames[p]), nil
-}
-
-// UnmarshalText decodes a protocol name ("openai", "anthropic", "gemini",
-// "ollama", "json" or "unknown"), in any case.
-func (p *Protocol) UnmarshalText(b []byte) error {
-	i, ok := parseName(b, protocolNames[:])
-	if !ok {
-		return fmt.Errorf("%w: unknown protocol %q (want %s)", ErrInvalid, b, strings.Join(protocolNames[:], ", "))
-	}
-	*p = Protocol(i)
-	return nil
 }
 
 // Latency names one of the latency distributions of a Summary:

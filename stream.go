@@ -143,7 +143,7 @@ func (r *reader) chunkTime() time.Time {
 // noteFrame applies to req what f tells besides its tokens and its end
 // marker, as NewReader and NewHandler do: the usage (SetUsage,
 // SetReasoningTokens and SetCachedInputTokens: the last usage wins, a
-// cached count of 0 included), else the prompt size (SetInputTokens, and
+// cached count of 0 included), else the prompt size (setInputTokens, and
 // its cached counts when it has some); the stream's first error is kept in
 // *streamErr. It reports whether f held the stream's first error.
 func noteFrame(req *Request, f Frame, streamErr *error) (first bool) {
@@ -152,7 +152,7 @@ func noteFrame(req *Request, f Frame, streamErr *error) (first bool) {
 		req.SetReasoningTokens(f.ReasoningTokens)
 		req.SetCachedInputTokens(f.CachedInputTokens, f.CacheWriteInputTokens)
 	} else if f.HasInput {
-		req.SetInputTokens(f.InputTokens)
+		req.setInputTokens(f.InputTokens)
 		if f.CachedInputTokens > 0 || f.CacheWriteInputTokens > 0 {
 			req.SetCachedInputTokens(f.CachedInputTokens, f.CacheWriteInputTokens)
 		}

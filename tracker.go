@@ -401,9 +401,9 @@ func (r *Request) SetCachedInputTokens(cached, written int) {
 	r.mu.Unlock()
 }
 
-// SetInputTokens records the prompt length when it is known before the
+// setInputTokens records the prompt length when it is known before the
 // usage (a server knows it at admission). A later SetUsage replaces it.
-func (r *Request) SetInputTokens(input int) {
+func (r *Request) setInputTokens(input int) {
 	if input < 0 {
 		otel.Handle(errNegativeUsage)
 		return

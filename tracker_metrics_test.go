@@ -57,7 +57,7 @@ func TestNothingRecordedAfterEnd(t *testing.T) {
 		r.EndAt(atMS(20), nil)
 		r.ChunkAt(atMS(30), 5)
 		r.SetUsage(100, 100)
-		r.SetInputTokens(7)
+		r.SetCachedInputTokens(7, 0)
 		rec := r.EndAt(atMS(40), nil)
 		assert.Equal(t, 1, rec.OutputTokens)
 		assert.Equal(t, 0, rec.InputTokens)

@@ -288,7 +288,7 @@ func TestRequestEdgeCases(t *testing.T) {
 		r := tr.StartAt(context.Background(), at(0))
 		r.ChunkAt(at(10), -3)
 		r.SetUsage(-1, 4)
-		r.SetInputTokens(-2)
+		r.setInputTokens(-2)
 		r.ChunkAt(at(20), 2)
 		rec := r.EndAt(at(30), nil)
 		assert.Equal(t, 2, rec.OutputTokens)
@@ -317,7 +317,7 @@ func TestRequestEdgeCases(t *testing.T) {
 	t.Run("usage overrides the chunk sum, input known early", func(t *testing.T) {
 		tr, _ := newTestTracker(t)
 		r := tr.StartAt(context.Background(), at(0))
-		r.SetInputTokens(40)
+		r.setInputTokens(40)
 		r.ChunkAt(at(10), 1)
 		r.ChunkAt(at(20), 1)
 		assert.Equal(t, 40, r.EndAt(at(30), nil).InputTokens)
