@@ -49,11 +49,11 @@ func TestAPI(t *testing.T) {
 	assert.LessOrEqual(t, len(got), maxExported, "exported names")
 }
 
-// TestDocLength bounds the package documentation: the lines `go doc -all .`
+// TestAPIDocLength bounds the package documentation: the lines `go doc -all .`
 // prints, counted from the same go/doc data (the package doc, and each
 // exported declaration with its doc comment), so the test needs no go
 // command. It counts within a few percent of go doc's own output.
-func TestDocLength(t *testing.T) {
+func TestAPIDocLength(t *testing.T) {
 	n := docLines(t, ".")
 	t.Logf("%d lines of documentation", n)
 	assert.LessOrEqual(t, n, maxDocLines, "documentation lines: shorten doc comments (details go to docs/)")
