@@ -175,15 +175,21 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		duration, kEvents = slowRunBounds(records, kEvents[:0])
 	}
 	s := t.summary(opts, duration)
+	s.distributions(records, &k, kEvents, ps, t.nITL > 0)
+	return s
+}
 
-	// The distributions, through one shared scratch buffer.
-	scratch := stats.Buffer(2 * n) // ≥ every per-record sample set
+// distributions fills the latency distributions of s from the per-record
+// sample sets k, the ITL gaps of records (when hasITL) and the concurrency
+// events, through one shared scratch buffer.
+func (s *Summary) distributions(records []Record, k *[numSampleSets][]uint64, events []uint64, ps []float64, hasITL bool) {
+	scratch := stats.Buffer(2 * len(records)) // ≥ every per-record sample set
 	defer stats.Release(scratch)
 	for set := range k {
 		smp := stats.Of(k[set], *scratch, ps, sampleKinds[set])
 		s.setDistribution(sampleSet(set), distribution(&smp, ps))
 	}
-	if t.nITL > 0 {
+	if hasITL {
 		itl := stats.Gaps(len(records), func(i int) []time.Duration {
 			if records[i].Outcome != OutcomeOK {
 				return nil
@@ -192,8 +198,7 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		}, ps)
 		s.ITL = distribution(&itl, ps)
 	}
-	s.PeakConcurrency = peakConcurrency(kEvents, *scratch)
-	return s
+	s.PeakConcurrency = peakConcurrency(events, *scratch)
 }
 
 // The per-record sample sets, in the order Summarize keeps them.
