@@ -157,6 +157,8 @@ func newDecoderConfig(opts []DecoderOption) decoderConfig {
 // WithMaxFrameBytes sets the largest frame a decoder buffers, in bytes (an
 // SSE event, an NDJSON line, a JSON array element): 1 MiB when not given or
 // n ≤ 0. A larger frame is ErrFrameTooLarge and stops decoding the stream.
+// ProtocolJSON's decoder holds no frame (it scans the answer in constant
+// memory), so the limit has nothing to bound there.
 func WithMaxFrameBytes(n int) DecoderOption {
 	return decoderOptionFunc(func(c *decoderConfig) {
 		if n <= 0 {
