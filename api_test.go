@@ -1,10 +1,12 @@
 package llmmetrics
 
 import (
+	"bytes"
 	"flag"
 	"go/ast"
 	"go/doc"
 	"go/parser"
+	"go/printer"
 	"go/token"
 	"io/fs"
 	"os"
@@ -19,9 +21,14 @@ import (
 
 var updateAPI = flag.Bool("update-api", false, "rewrite testdata/api.txt with the package's exported names")
 
-// maxExported bounds the package's exported names: an addition beyond it is
-// a decision to take on purpose, not an accident.
-const maxExported = 156
+// maxExported bounds the package's exported names, and maxDocLines the
+// length of its documentation as `go doc -all .` prints it: an addition
+// beyond either is a decision to take on purpose, not an accident. Long
+// explanations belong in docs/, not in doc comments.
+const (
+	maxExported = 136
+	maxDocLines = 1130
+)
 
 // TestAPI lists every exported name of the package (constants, variables,
 // functions, types, and the methods of exported types) and compares the
@@ -42,12 +49,23 @@ func TestAPI(t *testing.T) {
 	assert.LessOrEqual(t, len(got), maxExported, "exported names")
 }
 
-// exportedNames parses the package's non-test files in dir and returns its
-// exported names, sorted: Type.Method for methods.
-func exportedNames(t *testing.T, dir string) []string {
+// TestAPIDocLength bounds the package documentation: the lines `go doc -all .`
+// prints, counted from the same go/doc data (the package doc, and each
+// exported declaration with its doc comment), so the test needs no go
+// command. It counts within a few percent of go doc's own output.
+func TestAPIDocLength(t *testing.T) {
+	n := docLines(t, ".")
+	t.Logf("%d lines of documentation", n)
+	assert.LessOrEqual(t, n, maxDocLines, "documentation lines: shorten doc comments (details go to docs/)")
+}
+
+// parsePackage parses the package's non-test files in dir and returns its
+// documentation, and the file set and comments to print its declarations.
+func parsePackage(t *testing.T, dir string) (*doc.Package, *token.FileSet, []*ast.CommentGroup) {
 	t.Helper()
 	fset := token.NewFileSet()
 	var files []*ast.File
+	var comments []*ast.CommentGroup
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range entries {
@@ -58,9 +76,59 @@ func exportedNames(t *testing.T, dir string) []string {
 		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
 		require.NoError(t, err)
 		files = append(files, f)
+		comments = append(comments, f.Comments...)
 	}
 	p, err := doc.NewFromFiles(fset, files, "github.com/llmmetrics/llmmetrics")
 	require.NoError(t, err)
+	return p, fset, comments
+}
+
+// docLines counts the lines of the package's documentation as go doc -all
+// shows it: the package doc, and every exported declaration (printed with
+// its field comments, functions without bodies) with its doc comment.
+func docLines(t *testing.T, dir string) int {
+	t.Helper()
+	p, fset, comments := parsePackage(t, dir)
+	lines := func(s string) int {
+		if s = strings.TrimSpace(s); s == "" {
+			return 0
+		}
+		return strings.Count(s, "\n") + 1
+	}
+	decl := func(n ast.Node) int { // and the blank line go doc prints after it
+		var b bytes.Buffer
+		require.NoError(t, printer.Fprint(&b, fset, &printer.CommentedNode{Node: n, Comments: comments}))
+		return lines(b.String()) + 1
+	}
+	n := lines(p.Doc)
+	values := func(vs []*doc.Value) {
+		for _, v := range vs {
+			n += decl(v.Decl) + lines(v.Doc)
+		}
+	}
+	funcs := func(fs []*doc.Func) {
+		for _, f := range fs {
+			n += decl(f.Decl) + lines(f.Doc)
+		}
+	}
+	values(p.Consts)
+	values(p.Vars)
+	funcs(p.Funcs)
+	for _, typ := range p.Types {
+		n += decl(typ.Decl) + lines(typ.Doc)
+		values(typ.Consts)
+		values(typ.Vars)
+		funcs(typ.Funcs)
+		funcs(typ.Methods)
+	}
+	return n
+}
+
+// exportedNames returns the package's exported names in dir, sorted:
+// Type.Method for methods.
+func exportedNames(t *testing.T, dir string) []string {
+	t.Helper()
+	p, _, _ := parsePackage(t, dir)
 	var names []string
 	values := func(vs []*doc.Value) {
 		for _, v := range vs {

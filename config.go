@@ -15,10 +15,10 @@ const (
 	// ScopeName is the instrumentation scope name of the Meter a Tracker
 	// creates its instruments with.
 	ScopeName = "github.com/llmmetrics/llmmetrics"
-	// Version is the version of this library, reported as the
+	// version is the version of this library, reported as the
 	// instrumentation scope version. No version is tagged yet: "-dev"
 	// marks a build from the source tree, not a release.
-	Version = "0.1.0-dev"
+	version = "0.1.0-dev"
 )
 
 // Defaults of the options.
@@ -36,15 +36,10 @@ const (
 )
 
 // Option configures a Tracker. Options are applied in order; invalid values
-// make NewTracker fail with an error wrapping ErrInvalidOption (or, for
-// WithSLO, ErrInvalidSLO).
+// make NewTracker fail with an error wrapping ErrInvalid.
 type Option interface {
 	apply(*config)
 }
-
-// ErrInvalidOption is returned (wrapped) by NewTracker for an option value
-// outside its documented range.
-var ErrInvalidOption = errors.New("llmmetrics: invalid option")
 
 type optionFunc func(*config)
 
@@ -52,18 +47,17 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // config holds every setting of a Tracker; newConfig sets the defaults.
 type config struct {
-	provider   metric.MeterProvider
-	now        func() time.Time
-	slo        SLO
-	hasSLO     bool
-	attrs      []attribute.KeyValue
-	keepITL    bool
-	windowN    int
-	windowAge  time.Duration
-	cacheSize  int
-	errs       []error
-	errorTyper func(error) string
-	onEnd      func(context.Context, Record)
+	provider  metric.MeterProvider
+	now       func() time.Time
+	slo       SLO
+	hasSLO    bool
+	attrs     []attribute.KeyValue
+	keepITL   bool
+	windowN   int
+	windowAge time.Duration
+	cacheSize int
+	errs      []error
+	onEnd     func(context.Context, Record)
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -84,9 +78,7 @@ func newConfig(opts []Option) (config, error) {
 }
 
 // WithMeterProvider sets the MeterProvider the Tracker creates its
-// instruments with. A nil provider is ignored. Default: the global provider
-// (otel.GetMeterProvider), which forwards to whatever provider is installed
-// later with otel.SetMeterProvider.
+// instruments with. Default: the global provider (otel.GetMeterProvider).
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(c *config) {
 		if mp != nil {
@@ -95,9 +87,8 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	})
 }
 
-// WithClock sets the function a Tracker reads the time from in Start, Chunk
-// and End (the *At methods take the time as an argument instead). A nil
-// function is ignored. Default: time.Now. The clock is read once per call.
+// WithClock sets the clock a Tracker reads in Start, Chunk and End.
+// Default: time.Now.
 func WithClock(now func() time.Time) Option {
 	return optionFunc(func(c *config) {
 		if now != nil {
@@ -106,10 +97,8 @@ func WithClock(now func() time.Time) Option {
 	})
 }
 
-// WithSLO sets the service-level objective each ended request is checked
-// against: the requests counter then carries llmmetrics.slo_met=true/false,
-// so goodput can be computed from counters. An SLO whose Validate fails
-// makes NewTracker fail. Default: no SLO (no slo_met attribute).
+// WithSLO sets the SLO each ended request is checked against: the requests
+// counter then carries llmmetrics.slo_met. Default: none.
 func WithSLO(slo SLO) Option {
 	return optionFunc(func(c *config) {
 		if err := slo.Validate(); err != nil {
@@ -121,34 +110,27 @@ func WithSLO(slo SLO) Option {
 }
 
 // WithAttributes adds attributes to every measurement of the Tracker, such
-// as gen_ai.operation.name, gen_ai.provider.name and gen_ai.request.model.
-// The attribute set is built once, at construction. Repeated calls add up;
-// a later value for the same key wins.
+// as gen_ai.provider.name. Calls add up; a later value for a key wins.
 func WithAttributes(attrs ...attribute.KeyValue) Option {
 	return optionFunc(func(c *config) {
 		c.attrs = append(c.attrs, attrs...)
 	})
 }
 
-// WithoutITL makes Records leave out the list of their inter-token gaps
-// (Record.ITL is nil): a Request then holds no per-token memory. The ITL
-// histogram is still recorded and Record.MaxITL is still set (so an ITL SLO
-// still works), but Snapshot's ITL distribution is empty. Default: each
-// Record keeps its gaps.
+// WithoutITL makes Records leave out their list of inter-token gaps, so a
+// Request holds no per-token memory; the ITL histogram and Record.MaxITL
+// are still recorded, but Snapshot's ITL distribution is empty.
 func WithoutITL() Option {
 	return optionFunc(func(c *config) { c.keepITL = false })
 }
 
-// WithWindow bounds the recently ended requests that Snapshot summarizes: at
-// most the last n requests, and none that ended more than age ago (by the
-// Tracker's clock); a zero age sets no age bound. Memory is bounded by n,
-// which must be positive: n ≤ 0 or a negative age makes NewTracker fail.
-// Default: the last 1,000 requests of the last 5 minutes. WithoutWindow
-// turns the window off.
+// WithWindow bounds the recently ended requests that Snapshot summarizes:
+// the last n (n > 0), none that ended more than age ago (0: no age bound).
+// Default: the last 1,000 of the last 5 minutes.
 func WithWindow(n int, age time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if n <= 0 || age < 0 {
-			c.errs = append(c.errs, fmt.Errorf("%w: window (%d requests, %v): want a positive request count and an age ≥ 0", ErrInvalidOption, n, age))
+			c.errs = append(c.errs, fmt.Errorf("%w: window (%d requests, %v): want a positive request count and an age ≥ 0", ErrInvalid, n, age))
 			return
 		}
 		c.windowN, c.windowAge = n, age
@@ -156,8 +138,7 @@ func WithWindow(n int, age time.Duration) Option {
 }
 
 // WithoutWindow turns Snapshot's window off: the Tracker keeps no ended
-// request, and Snapshot returns an empty Summary. For a Tracker whose
-// Records go elsewhere (WithOnEnd, the Records End returns).
+// request and Snapshot returns an empty Summary.
 func WithoutWindow() Option {
 	return optionFunc(func(c *config) { c.windowN, c.windowAge = 0, 0 })
 }
@@ -177,38 +158,17 @@ func WithoutWindow() Option {
 func withAttributeCacheSize(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 0 {
-			c.errs = append(c.errs, fmt.Errorf("%w: attribute cache size %d: want ≥ 0", ErrInvalidOption, n))
+			c.errs = append(c.errs, fmt.Errorf("%w: attribute cache size %d: want ≥ 0", ErrInvalid, n))
 			return
 		}
 		c.cacheSize = n
 	})
 }
 
-// WithErrorType sets how an error passed to End becomes the error.type
-// attribute of the duration histogram and the requests counter: f returns
-// the attribute's value. Returning "" leaves that error to the default:
-// "canceled" for context.Canceled, "timeout" for context.DeadlineExceeded,
-// else semconv.ErrorType (the error's ErrorType method, or its Go type).
-// The values should have low cardinality: a Tracker keeps at most 32
-// distinct error combinations per attribute set and records further
-// error.type values as "_OTHER". A nil function is ignored.
-func WithErrorType(f func(error) string) Option {
-	return optionFunc(func(c *config) {
-		if f != nil {
-			c.errorTyper = f
-		}
-	})
-}
-
 // WithOnEnd sets a function called with the Record of every request the
-// Tracker ends, after its measurements were recorded, on the goroutine that
-// ended it (for NewTransport: the one that read the body to its end or
-// closed it). ctx is the request's context (the one given to Start; for
-// NewTransport and Middleware the http.Request's), so a caller can find its
-// own per-request values there. f must be safe for concurrent use, must not
-// block, and must not modify the Record's ITL slice (End returns the same
-// slice). It is how a load tester that measures through NewTransport
-// collects every request's Record. A nil f is ignored. Default: none.
+// Tracker ends, on the goroutine that ended it, with the request's context.
+// f must be safe for concurrent use, must not block and must not modify
+// the Record's ITL slice.
 func WithOnEnd(f func(ctx context.Context, r Record)) Option {
 	return optionFunc(func(c *config) {
 		if f != nil {

@@ -1,32 +1,16 @@
 package llmmetrics
 
 import (
-	"errors"
 	"fmt"
 	"math"
 )
 
-// ErrInvalidCost is returned (wrapped) by the cost functions for an input
-// that is negative, NaN or infinite, a token count that is negative or
-// cached and cache-write counts above the input count, or a result that overflows float64.
-var ErrInvalidCost = errors.New("llmmetrics: invalid cost input")
-
 // CostPerMillionTokens returns what a million tokens cost on hardware that
-// costs hourlyCost per hour and produces tokensPerSecond tokens per second:
-//
-//	hourlyCost / (tokensPerSecond × 3600) × 1,000,000
-//
-// For example $3/h at 4,000 tokens/s is ≈ $0.208 per million tokens. The
-// currency is whatever hourlyCost is in. Pass Summary.OutputThroughput for
-// the cost per output token, Summary.TotalTokenThroughput to spread the
-// cost over input and output tokens, or Summary.Goodput.TokensPerSecond
-// for the cost per good token: tokens of requests that missed the SLO or
-// failed are paid for but not counted, so that is the cost of useful work.
-//
-// The error wraps ErrInvalidCost when an input is negative, NaN or
-// infinite or the result overflows, and ErrUndefined when tokensPerSecond
-// is 0 (nothing was produced, for example no request met the SLO). It is a
-// pure function, safe for concurrent use.
+// costs hourlyCost per hour and produces tokensPerSecond tokens per second,
+// hourlyCost / (tokensPerSecond × 3600) × 1,000,000 ($3/h at 4,000 tokens/s
+// is ≈ $0.208). Pass Summary.Goodput.TokensPerSecond for the cost per good
+// token. The error wraps ErrInvalid for a negative, NaN or infinite input
+// or an overflow, and ErrUndefined when tokensPerSecond is 0.
 func CostPerMillionTokens(hourlyCost, tokensPerSecond float64) (float64, error) {
 	if err := nonNegFinite("hourly cost", hourlyCost); err != nil {
 		return 0, err
@@ -39,32 +23,24 @@ func CostPerMillionTokens(hourlyCost, tokensPerSecond float64) (float64, error) 
 	}
 	c := hourlyCost / (tokensPerSecond * 3600) * 1e6
 	if !finiteFloat(c) {
-		return 0, fmt.Errorf("%w: $%g/h at %g tokens/s overflows", ErrInvalidCost, hourlyCost, tokensPerSecond)
+		return 0, fmt.Errorf("%w: $%g/h at %g tokens/s overflows", ErrInvalid, hourlyCost, tokensPerSecond)
 	}
 	return c, nil
 }
 
-// nonNegFinite returns an error wrapping ErrInvalidCost unless v is ≥ 0
+// nonNegFinite returns an error wrapping ErrInvalid unless v is ≥ 0
 // and finite.
 func nonNegFinite(what string, v float64) error {
 	if !(v >= 0) || math.IsInf(v, 0) {
-		return fmt.Errorf("%w: %s must be ≥ 0 and finite, got %v", ErrInvalidCost, what, v)
+		return fmt.Errorf("%w: %s must be ≥ 0 and finite, got %v", ErrInvalid, what, v)
 	}
 	return nil
 }
 
 // Price is an API price list: what a provider charges per million tokens,
-// in any currency. The zero Price costs nothing. A Price is a plain value,
-// safe for concurrent use.
-//
-// Input tokens come in three kinds, which providers price apart: tokens read
-// from the prompt cache (Record.CachedInputTokens), tokens written to it
-// (Record.CacheWriteInputTokens, Anthropic's cache_creation_input_tokens)
-// and the rest. All three are part of the input count, which is always the
-// whole prompt. For example Anthropic bills a 5-minute cache write at 1.25×
-// and a cache read at 0.1× the base input price: Claude Sonnet at $3 input
-// and $15 output per million is Price{Input: 3, CachedInput: 0.30,
-// CacheWriteInput: 3.75, Output: 15}.
+// in any currency. Cached and cache-write input tokens are priced apart;
+// Anthropic's Claude Sonnet is Price{Input: 3, CachedInput: 0.30,
+// CacheWriteInput: 3.75, Output: 15}. The zero Price costs nothing.
 type Price struct {
 	// Input is the price of a million uncached input (prompt) tokens.
 	Input float64 `json:"input"`
@@ -80,9 +56,9 @@ type Price struct {
 	Output float64 `json:"output"`
 }
 
-// Validate returns an error wrapping ErrInvalidCost when a price is
-// negative, NaN or infinite.
-func (p Price) Validate() error {
+// validate returns an error wrapping ErrInvalid when a price is negative,
+// NaN or infinite.
+func (p Price) validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
@@ -94,10 +70,8 @@ func (p Price) Validate() error {
 	return nil
 }
 
-// Usage is what a request or a run consumed, in tokens: what a Price
-// bills. InputTokens is the whole prompt; CachedInputTokens (read from the
-// provider's prompt cache) and CacheWriteInputTokens (written to it) are
-// parts of it. The fields are those of Record and Summary.
+// Usage is what a request or a run consumed, in tokens: what a Price bills.
+// InputTokens is the whole prompt, cached and cache-write tokens included.
 type Usage struct {
 	InputTokens           int
 	CachedInputTokens     int
@@ -110,25 +84,22 @@ type Usage struct {
 //	((input − cached − cacheWrite) × Input + cached × CachedInput
 //	  + cacheWrite × CacheWriteInput + output × Output) / 1,000,000
 //
-// Summary.Usage gives a run's tokens (completed requests only; add the
-// tokens of failed and canceled Records if the provider bills them). The
-// error wraps ErrInvalidCost when p is invalid (see Validate), a count is
-// negative or math.MaxInt (a saturated Summary total, see
-// TokensSaturated), the cached and cache-write parts exceed the input, or
-// the cost overflows. It is safe for concurrent use.
+// The error wraps ErrInvalid for an invalid price, a negative or saturated
+// count (Summary.TokensSaturated), cached parts above the input, or an
+// overflow.
 func (p Price) Cost(u Usage) (float64, error) {
-	if err := p.Validate(); err != nil {
+	if err := p.validate(); err != nil {
 		return 0, err
 	}
 	input, cachedInput, cacheWrite, output := u.InputTokens, u.CachedInputTokens, u.CacheWriteInputTokens, u.OutputTokens
 	if input < 0 || cachedInput < 0 || cacheWrite < 0 || output < 0 {
-		return 0, fmt.Errorf("%w: negative token count (input %d, cached %d, cache write %d, output %d)", ErrInvalidCost, input, cachedInput, cacheWrite, output)
+		return 0, fmt.Errorf("%w: negative token count (input %d, cached %d, cache write %d, output %d)", ErrInvalid, input, cachedInput, cacheWrite, output)
 	}
 	if input == math.MaxInt || output == math.MaxInt {
-		return 0, fmt.Errorf("%w: a token total saturated", ErrInvalidCost)
+		return 0, fmt.Errorf("%w: a token total saturated", ErrInvalid)
 	}
 	if cachedInput > input || cacheWrite > input-cachedInput {
-		return 0, fmt.Errorf("%w: %d cached and %d cache-write input tokens of %d", ErrInvalidCost, cachedInput, cacheWrite, input)
+		return 0, fmt.Errorf("%w: %d cached and %d cache-write input tokens of %d", ErrInvalid, cachedInput, cacheWrite, input)
 	}
 	cachedPrice, writePrice := p.CachedInput, p.CacheWriteInput
 	if cachedPrice == 0 {
@@ -143,7 +114,7 @@ func (p Price) Cost(u Usage) (float64, error) {
 	c := (float64(float64(plain)*p.Input) + float64(float64(cachedInput)*cachedPrice) +
 		float64(float64(cacheWrite)*writePrice) + float64(float64(output)*p.Output)) / 1e6
 	if !finiteFloat(c) {
-		return 0, fmt.Errorf("%w: the cost overflows", ErrInvalidCost)
+		return 0, fmt.Errorf("%w: the cost overflows", ErrInvalid)
 	}
 	return c, nil
 }

@@ -21,14 +21,14 @@ func TestCostPerMillionTokens(t *testing.T) {
 		{"$2.50/h at 1 tok/s", 2.5, 1, 2.5 / 3600 * 1e6, nil},
 		{"free hardware", 0, 100, 0, nil},
 		{"zero throughput", 3, 0, 0, ErrUndefined},
-		{"negative cost", -1, 100, 0, ErrInvalidCost},
-		{"negative throughput", 3, -5, 0, ErrInvalidCost},
-		{"NaN cost", math.NaN(), 100, 0, ErrInvalidCost},
-		{"NaN throughput", 3, math.NaN(), 0, ErrInvalidCost},
-		{"Inf cost", math.Inf(1), 100, 0, ErrInvalidCost},
-		{"Inf throughput", 3, math.Inf(1), 0, ErrInvalidCost},
-		{"result overflows (tiny throughput)", 1, 1e-310, 0, ErrInvalidCost},
-		{"result overflows (huge cost)", 1e308, 1, 0, ErrInvalidCost},
+		{"negative cost", -1, 100, 0, ErrInvalid},
+		{"negative throughput", 3, -5, 0, ErrInvalid},
+		{"NaN cost", math.NaN(), 100, 0, ErrInvalid},
+		{"NaN throughput", 3, math.NaN(), 0, ErrInvalid},
+		{"Inf cost", math.Inf(1), 100, 0, ErrInvalid},
+		{"Inf throughput", 3, math.Inf(1), 0, ErrInvalid},
+		{"result overflows (tiny throughput)", 1, 1e-310, 0, ErrInvalid},
+		{"result overflows (huge cost)", 1e308, 1, 0, ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestPrice(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := tt.price.Cost(Usage{InputTokens: tt.in, CachedInputTokens: tt.cached, OutputTokens: tt.out})
 			if tt.wantErr {
-				assert.ErrorIs(t, err, ErrInvalidCost)
+				assert.ErrorIs(t, err, ErrInvalid)
 				return
 			}
 			require.NoError(t, err)
@@ -102,10 +102,10 @@ func TestPrice(t *testing.T) {
 		})
 	}
 
-	require.NoError(t, p.Validate())
-	require.NoError(t, Price{}.Validate())
+	require.NoError(t, p.validate())
+	require.NoError(t, Price{}.validate())
 	for _, bad := range []Price{{Input: -1}, {CachedInput: math.NaN()}, {CacheWriteInput: -3}, {Output: math.Inf(1)}} {
-		assert.ErrorIs(t, bad.Validate(), ErrInvalidCost)
+		assert.ErrorIs(t, bad.validate(), ErrInvalid)
 	}
 }
 
@@ -141,7 +141,7 @@ func TestPriceCacheWrites(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := tt.price.Cost(Usage{InputTokens: tt.in, CachedInputTokens: tt.cached, CacheWriteInputTokens: tt.written, OutputTokens: tt.output})
 			if tt.wantErr {
-				assert.ErrorIs(t, err, ErrInvalidCost)
+				assert.ErrorIs(t, err, ErrInvalid)
 				return
 			}
 			require.NoError(t, err)
@@ -164,6 +164,6 @@ func TestPriceCacheWrites(t *testing.T) {
 	})
 	t.Run("a saturated summary is not priced", func(t *testing.T) {
 		_, err := sonnet.Cost(Summary{InputTokens: math.MaxInt, TokensSaturated: true}.Usage())
-		assert.ErrorIs(t, err, ErrInvalidCost)
+		assert.ErrorIs(t, err, ErrInvalid)
 	})
 }

@@ -24,103 +24,71 @@ import (
 // see WithMaxFrameBytes.
 const defaultMaxFrameBytes = 1 << 20
 
-// ErrFrameTooLarge is the problem (wrapped, with context) a decoder reports
-// through its Err and (once per stream) through otel.Handle when one frame
-// of a stream is larger than its limit (see WithMaxFrameBytes). The decoder then stops: its
-// later Decode and Flush calls do nothing, so memory stays bounded whatever
-// the server sends.
+// ErrFrameTooLarge is the problem (wrapped) a decoder reports through Err
+// and otel.Handle when a frame is over its limit (WithMaxFrameBytes); the
+// decoder then stops, so its memory stays bounded.
 var ErrFrameTooLarge = errors.New("llmmetrics: frame too large")
 
-// ErrMalformedFrame is the problem (wrapped, with context) a decoder reports
-// through its Err and (once per stream) through otel.Handle when a frame
-// cannot be interpreted (for example an SSE event whose data is not a JSON
-// object). The frame is reported with no tokens and decoding goes on with
-// the next frame.
+// ErrMalformedFrame is the problem (wrapped) a decoder reports through Err
+// and otel.Handle when a frame cannot be interpreted; the frame carries no
+// tokens and decoding goes on.
 var ErrMalformedFrame = errors.New("llmmetrics: malformed frame")
 
 // Frame is what a Decoder reports about one complete frame of a stream
-// (one SSE event, one line, one Read).
-//
-// The zero Frame is a frame that carries nothing: no tokens, no usage, no
-// error, not the end.
+// (one SSE event, one line, one Read). The zero Frame carries nothing.
 type Frame struct {
-	// Tokens is the number of output tokens the frame carries; 0 for frames that carry none
-	// (role-only or empty deltas, keep-alives, usage-only chunks, [DONE]).
-	//
-	// When the server does not say how many tokens a frame holds (the usual
-	// case), a frame that carries content counts as 1 token (per choice that
-	// carries content, for an OpenAI chunk with several choices), so the sum
-	// over a stream is a lower bound of the real output: the server's usage
-	// (HasUsage), when it sends one, is the exact count.
+	// Tokens is the number of output tokens the frame carries; 0 for a
+	// role-only delta, a keep-alive, a usage-only chunk or [DONE]. Where the
+	// server does not say, a frame with content counts 1 (per choice), so
+	// the sum is a lower bound that the usage (HasUsage) corrects.
 	Tokens int
-	// Reasoning reports that the frame's tokens are reasoning ("thinking")
-	// tokens, not answer tokens: OpenAI-compatible reasoning_content or
-	// reasoning deltas, Responses reasoning deltas, Anthropic thinking_delta,
-	// Gemini thought parts, Ollama thinking, typed "thinking" content parts.
-	// A frame that carries both reasoning and answer tokens is an answer
-	// frame (Reasoning false). Answer tokens are content, refusal and tool
-	// calls. The first answer frame of a stream marks Record.FirstOutput.
+	// Reasoning reports that the tokens are reasoning ("thinking") tokens;
+	// a frame that carries answer tokens too is an answer frame. The first
+	// answer frame marks Record.FirstOutput.
 	Reasoning bool
-	// HasUsage reports that the frame carried the server's exact usage; InputTokens and
-	// OutputTokens are then the counts so far (cumulative; the last one wins).
-	// OutputTokens counts every output token, reasoning included (a decoder
-	// adds the reasoning count where the provider leaves it out, as xAI and
-	// Gemini do), and ReasoningTokens is how many of them the server reports
-	// as reasoning (0 when it does not say).
+	// HasUsage reports that the frame carried the server's usage: the
+	// counts so far (the last one wins). OutputTokens includes the
+	// reasoning tokens, of which ReasoningTokens is the reported count.
 	HasUsage                  bool
 	InputTokens, OutputTokens int
 	ReasoningTokens           int
 	// CachedInputTokens and CacheWriteInputTokens are how many of the
-	// InputTokens the provider read from and wrote to its prompt cache
-	// (Record.CachedInputTokens, Record.CacheWriteInputTokens), reported
-	// with the usage (HasUsage) or with the prompt's size (HasInput); 0 when
-	// the provider does not say.
+	// InputTokens the provider read from and wrote to its prompt cache.
 	CachedInputTokens, CacheWriteInputTokens int
 	// HasInput reports that the frame told the prompt's size before any
-	// output count (Anthropic's message_start): InputTokens is set,
-	// OutputTokens is not, and the chunk count stays N until a usage frame
-	// (HasUsage) arrives. The reader applies it with Request.SetInputTokens.
+	// output count (Anthropic's message_start): InputTokens is set, the
+	// output count is not.
 	HasInput bool
-	// Err is non-nil when the stream itself reported an error (an OpenAI error object,
-	// an Anthropic "error" event, a Responses "error"/"response.failed" event).
-	// The built-in decoders set it to a *StreamError. The frame's other
-	// fields still count: a frame may carry tokens, usage and an error at
-	// once, and a reader applies the tokens and usage before the error.
+	// Err is the error the stream itself reported (a *StreamError for the
+	// built-in decoders); the frame's tokens and usage still count.
 	Err error
-	// Done marks the protocol's end-of-stream marker ([DONE], message_stop, response.completed).
+	// Done marks the protocol's end-of-stream marker ([DONE],
+	// message_stop, response.completed).
 	Done bool
 }
 
 // Decoder finds frames in a byte stream. A Decoder is used by one stream
 // (not safe for concurrent use).
 type Decoder interface {
-	// Decode is given every byte read from the stream, in order, exactly
-	// once. p is valid only during the call and must not be modified or
-	// retained. Decode calls emit once per frame completed by p, in order.
-	// It never panics.
+	// Decode is given every byte of the stream, in order, once; p must not
+	// be modified or retained. It calls emit once per frame p completes,
+	// in order, and never panics.
 	Decode(p []byte, emit func(Frame))
-	// Flush is called once at the end of the stream so a final frame that
-	// lacks its terminator is reported.
+	// Flush is called once at the end of the stream, for a final frame
+	// that lacks its terminator.
 	Flush(emit func(Frame))
-	// Err returns the first problem the decoder found in the stream so far,
-	// as bufio.Scanner.Err does: an error wrapping ErrFrameTooLarge or
-	// ErrMalformedFrame, or nil when there was none. The built-in decoders
-	// also report the first problem of each stream through otel.Handle as
-	// it happens (later ones are not: one broken upstream sends millions of
-	// bad frames, and the handler runs on the caller's read). An error
-	// the stream itself reports (Frame.Err) is not a decoding problem.
+	// Err returns the first problem found so far (wrapping
+	// ErrFrameTooLarge or ErrMalformedFrame), as bufio.Scanner.Err does.
+	// The built-in decoders also report it through otel.Handle, once per
+	// stream. An error the stream reports (Frame.Err) is not a problem.
 	Err() error
 }
 
-// StreamError is an error that the stream itself reported: an OpenAI error
-// object ({"error": {"message", "type", "code"}}, also inside a chunk that
-// carries choices and usage, as OpenRouter ends a failed stream), a Groq
-// x_groq.error text, an Anthropic "error" event, or a Responses API "error"
-// or "response.failed" event. The built-in decoders put a *StreamError in
-// Frame.Err, beside whatever else the frame carries (its tokens and usage
-// count too). Fields the provider did not send are empty; a numeric code
-// (vLLM and OpenRouter send HTTP status codes) is given in decimal, so an
-// OpenRouter {"code": 400} has ErrorType "400".
+// StreamError is an error the stream itself reported: an OpenAI error
+// object (also inside a chunk with choices), a Groq x_groq.error, an
+// Anthropic "error" event, or a Responses "error" or "response.failed"
+// event. Fields the provider did not send are empty; a numeric code is
+// given in decimal.
 type StreamError struct {
 	// Type is the provider's error type, e.g. "server_error" or
 	// "overloaded_error".
@@ -131,10 +99,8 @@ type StreamError struct {
 	Message string
 }
 
-// ErrorType returns the error's value for the OpenTelemetry error.type
-// attribute (semconv.ErrorType reads it, so a Tracker's default error typing
-// uses it): Type, else Code, else "stream_error". Provider types and codes
-// are few, so the attribute keeps a low cardinality.
+// ErrorType returns the error.type attribute's value: Type, else Code,
+// else "stream_error".
 func (e *StreamError) ErrorType() string {
 	switch {
 	case e.Type != "":
@@ -165,8 +131,7 @@ func (e *StreamError) Error() string {
 	return b.String()
 }
 
-// DecoderOption configures a Decoder built by Protocol.NewDecoder,
-// NewSSEDecoder or NewNDJSONDecoder.
+// DecoderOption configures a built-in Decoder.
 type DecoderOption interface {
 	applyDecoder(*decoderConfig)
 }
@@ -189,13 +154,11 @@ func newDecoderConfig(opts []DecoderOption) decoderConfig {
 	return c
 }
 
-// WithMaxFrameBytes sets the largest frame, in bytes, that a decoder
-// buffers: for SSE, the bytes of one event's data lines plus the line being
-// read; for NDJSON, one line; for a JSON array, one element
-// (1 MiB when not given; n ≤ 0 also means the
-// default). A larger frame is the stream's ErrFrameTooLarge (see
-// Decoder.Err) and stops decoding of that stream, so a decoder never holds
-// much more than n bytes (about 4n in the worst case).
+// WithMaxFrameBytes sets the largest frame a decoder buffers, in bytes (an
+// SSE event, an NDJSON line, a JSON array element): 1 MiB when not given or
+// n ≤ 0. A larger frame is ErrFrameTooLarge and stops decoding the stream.
+// ProtocolJSON's decoder holds no frame (it scans the answer in constant
+// memory), so the limit has nothing to bound there.
 func WithMaxFrameBytes(n int) DecoderOption {
 	return decoderOptionFunc(func(c *decoderConfig) {
 		if n <= 0 {
@@ -249,11 +212,8 @@ func (e *malformedError) Error() string {
 func (e *malformedError) Unwrap() error { return ErrMalformedFrame }
 
 // NewTextDecoder returns a Decoder for a plain-text stream: each non-empty
-// Decode call (one Read of the body) is one frame carrying count(p) tokens
-// (1 when count is nil; a negative count is taken as 0). count is called on
-// the goroutine that calls Decode and must not retain p. Flush reports
-// nothing, and Err is always nil: the decoder buffers nothing and every
-// Read is a frame.
+// Decode call (one Read) is a frame of count(p) tokens (1 when count is
+// nil). count must not retain p.
 func NewTextDecoder(count func([]byte) int) Decoder {
 	return &textDecoder{count: count}
 }

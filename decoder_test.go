@@ -132,7 +132,7 @@ type fixture struct {
 	// n is the Record's N read through NewReader: max(the last usage's
 	// output count, token-carrying chunks), or the chunk tokens without
 	// usage. lowUsage marks a usage below the chunk count, which the
-	// Request reports through otel.Handle (ErrUsageBelowChunks).
+	// Request reports through otel.Handle (errUsageBelowChunks).
 	n        int
 	lowUsage bool
 }

@@ -1,21 +1,14 @@
 package llmmetrics
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
 
-// The enums of the package: Role, Protocol and Latency (Outcome lives with
-// Record, in record.go). Protocol, Latency and Outcome encode as a
-// lower-case name and decode that name in any case.
-
-// ErrInvalidText is returned (wrapped) by the MarshalText and UnmarshalText
-// methods of this package's enums (Outcome, Latency, Protocol), and of
-// package saturation's (Signal, ThroughputMeasure), for a value or a name
-// that is not one of theirs.
-var ErrInvalidText = errors.New("llmmetrics: invalid text")
+// The enums of the package: side, Protocol and Latency (Outcome lives with
+// Record, in record.go). Latency and Outcome encode as a lower-case name and
+// decode that name in any case.
 
 // parseName returns the index of b in names, compared case-insensitively:
 // the one rule for the text form of every enum of this package (Outcome,
@@ -29,28 +22,29 @@ func parseName(b []byte, names []string) (int, bool) {
 	return 0, false
 }
 
-// Role is a side of a request, which selects the metric names (see the
-// package documentation's metric table) and is the value of RoleKey.
-type Role uint8
+// side is the role of a request's measurements, which selects the metric
+// names (see the package documentation's metric table) and is the value
+// of RoleKey.
+type side uint8
 
 const (
-	// RoleServer is a model server or a gateway: the gen_ai.server.*
+	// sideServer is a model server or a gateway: the gen_ai.server.*
 	// instruments (NewHandler, Tracker.Start).
-	RoleServer Role = iota
-	// RoleClient is an application that calls a model: the
+	sideServer side = iota
+	// sideClient is an application that calls a model: the
 	// gen_ai.client.* instruments (NewTransport, Middleware,
 	// Tracker.StartClient).
-	RoleClient
+	sideClient
 )
 
-var roleNames = [...]string{RoleServer: "server", RoleClient: "client"}
+var roleNames = [...]string{sideServer: "server", sideClient: "client"}
 
-// String returns "server" or "client" (or "Role(N)" for an invalid value).
-func (r Role) String() string {
+// String returns "server" or "client", the value of RoleKey.
+func (r side) String() string {
 	if int(r) < len(roleNames) {
 		return roleNames[r]
 	}
-	return fmt.Sprintf("Role(%d)", uint8(r))
+	return fmt.Sprintf("side(%d)", uint8(r))
 }
 
 // Protocol is the wire format of an LLM answer, which decides the Decoder
@@ -100,26 +94,6 @@ func (p Protocol) String() string {
 	return "Protocol(" + strconv.Itoa(int(p)) + ")"
 }
 
-// MarshalText encodes the protocol as its lower-case name, as String does;
-// a value without a name is an ErrInvalidText error.
-func (p Protocol) MarshalText() ([]byte, error) {
-	if int(p) >= len(protocolNames) {
-		return nil, fmt.Errorf("%w: no name for protocol %d", ErrInvalidText, uint8(p))
-	}
-	return []byte(protocolNames[p]), nil
-}
-
-// UnmarshalText decodes a protocol name ("openai", "anthropic", "gemini",
-// "ollama", "json" or "unknown"), in any case.
-func (p *Protocol) UnmarshalText(b []byte) error {
-	i, ok := parseName(b, protocolNames[:])
-	if !ok {
-		return fmt.Errorf("%w: unknown protocol %q (want %s)", ErrInvalidText, b, strings.Join(protocolNames[:], ", "))
-	}
-	*p = Protocol(i)
-	return nil
-}
-
 // Latency names one of the latency distributions of a Summary:
 // Summary.Distribution selects it, an Objective bounds it. Its text form is
 // "ttft", "tpot", "itl", "e2el", "ttfo" or "generation" (read
@@ -157,7 +131,7 @@ func (l Latency) String() string {
 // MarshalText encodes the latency as its name.
 func (l Latency) MarshalText() ([]byte, error) {
 	if !l.valid() {
-		return nil, fmt.Errorf("%w: no name for latency %d", ErrInvalidText, uint8(l))
+		return nil, fmt.Errorf("%w: no name for latency %d", ErrInvalid, uint8(l))
 	}
 	return []byte(latencyNames[l]), nil
 }
@@ -167,7 +141,7 @@ func (l Latency) MarshalText() ([]byte, error) {
 func (l *Latency) UnmarshalText(b []byte) error {
 	i, ok := parseName(b, latencyNames)
 	if !ok {
-		return fmt.Errorf("%w: unknown latency %q (want ttft, tpot, itl, e2el, ttfo or generation)", ErrInvalidText, b)
+		return fmt.Errorf("%w: unknown latency %q (want ttft, tpot, itl, e2el, ttfo or generation)", ErrInvalid, b)
 	}
 	*l = Latency(i)
 	return nil

@@ -53,7 +53,7 @@ func TestRecordErrorType(t *testing.T) {
 			tr, c := newCollectedTracker(t)
 			rec := tr.StartAt(context.Background(), atMS(0)).EndAt(atMS(1), tc.err)
 			assert.Equal(t, tc.want, rec.ErrorType)
-			byType := c.Collect(t).SumBy(llmmetrics.RoleServer.MetricNames().Requests, semconv.ErrorTypeKey)
+			byType := c.Collect(t).SumBy(llmmetrics.ServerMetricNames().Requests, semconv.ErrorTypeKey)
 			if tc.want == "" {
 				assert.Empty(t, byType, "no error.type on an OK request")
 			} else {

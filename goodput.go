@@ -1,13 +1,8 @@
 package llmmetrics
 
-// Goodput says how many requests of a run met the SLO and what share of the
-// work was useful. A request is good when its outcome is OK and it meets
-// every limit of the SLO that is set (see SLO); with the zero SLO every OK
-// request is good. Rates are per second; ratios are in [0, 1] and are 0
-// when their denominator is 0.
-//
-// JSON names: good, good_tokens, requests_per_second, tokens_per_second,
-// attainment, useful_work_ratio, by_threshold.
+// Goodput says how many requests of a run met the SLO (were good: OK and
+// within every limit) and what share of the work was useful. Rates are per
+// second; ratios are in [0, 1], 0 when their denominator is 0.
 type Goodput struct {
 	// Good is the number of good requests.
 	Good int `json:"good"`
@@ -31,9 +26,8 @@ type Goodput struct {
 }
 
 // ThresholdAttainment holds, for each limit of an SLO taken alone, the share
-// of all requests (in [0, 1]) that are OK and meet that limit. An unset
-// limit is met by every OK request, so its share is Completed / Requests.
-// Goodput.Attainment is at most the smallest of the five.
+// of all requests that are OK and meet it (an unset limit: Completed /
+// Requests).
 type ThresholdAttainment struct {
 	// TTFT is the share of requests that are OK and meet the TTFT limit.
 	TTFT float64 `json:"ttft"`

@@ -20,21 +20,15 @@ import (
 // in httpoptions.go, httpreq.go, protocol.go, endpoint.go and transport.go.
 
 // NewHandler returns an http.Handler that measures with t, in the server
-// role, every LLM answer next serves, for a model server or a gateway:
+// role, every LLM answer next serves:
 //
 //	mux.Handle("/v1/", llmmetrics.NewHandler(tracker, upstream))
 //
-// A request starts when ServeHTTP is entered and ends exactly once when it
-// returns. next gets a ResponseWriter that passes every byte, header and
-// flush through at once, with the optional interfaces of the server's
-// writer (http.CloseNotifier, Hijacker, Pusher, ReaderFrom) and Flush,
-// FlushError and Unwrap for http.ResponseController. The bytes next writes
-// are decoded on the side, and a token is timed when it is flushed to the
-// client. The request body is never read ahead: the model is read as next
-// reads it (names outside WithModels' allowlist become "_OTHER"). The
-// outcome, the decoder choice and the memory bounds are in docs/http.md.
-//
-// The returned Handler is safe for concurrent use if next is.
+// A request runs while ServeHTTP does. next's ResponseWriter passes every
+// byte and flush through at once and keeps the server writer's optional
+// interfaces; the bytes are decoded on the side, a token timed when it is
+// flushed. The request body is never read ahead. docs/http.md has the
+// details. It is safe for concurrent use if next is.
 func NewHandler(t *Tracker, next http.Handler, opts ...HTTPOption) http.Handler {
 	c := newHTTPCore(t, newHandlerConfig(opts))
 	if c.cfg.models == nil {
@@ -94,7 +88,7 @@ func (rw *respWriter) begin() {
 	model := rw.model
 	rw.modelMu.Unlock()
 	c := rw.core
-	rw.req = c.t.startAs(rw.orig.Context(), RoleServer, rw.start, c.attrs(rw.orig, rw.ep, model))
+	rw.req = c.t.startAs(rw.orig.Context(), sideServer, rw.start, c.attrs(rw.orig, rw.ep, model))
 }
 
 // request starts the measured request if it has not started, and returns

@@ -58,7 +58,7 @@ func TestHandlerMeasuresTheFakeServer(t *testing.T) {
 			st := fake.Stats()
 			require.Equal(t, 1, st.OK, "%+v", st)
 			m := col.Collect(t)
-			names := llmmetrics.RoleServer.MetricNames()
+			names := llmmetrics.ServerMetricNames()
 			assert.Equal(t, float64(st.CompletionTokens), m.Value(names.Tokens, semconv.GenAITokenTypeOutput), "output tokens\n%s", m)
 			assert.Equal(t, float64(1), m.Value(names.Requests, llmmetrics.OutcomeKey.String("ok"), semconv.GenAIRequestModel(model)))
 			want := uint64(0)
@@ -79,8 +79,8 @@ func TestHandlerFakeServerFailureCounts(t *testing.T) {
 	<-done
 	require.Equal(t, 1, fake.Stats().Failed)
 	m := col.Collect(t)
-	assert.Equal(t, float64(1), m.Value(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("500")), "%s", m)
-	assert.Equal(t, float64(0), m.Value(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey.String("ok")))
+	assert.Equal(t, float64(1), m.Value(llmmetrics.ServerMetricNames().Requests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("500")), "%s", m)
+	assert.Equal(t, float64(0), m.Value(llmmetrics.ServerMetricNames().Requests, llmmetrics.OutcomeKey.String("ok")))
 }
 
 // serveMeasured serves next behind NewHandler on its own server; done

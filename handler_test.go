@@ -669,8 +669,10 @@ func (c cnWriter) CloseNotify() <-chan bool { return c.ch }
 func (hjWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return nil, nil, errors.New("test: no connection")
 }
-func (psWriter) Push(string, *http.PushOptions) error { return http.ErrNotSupported }
+func (psWriter) Push(string, *http.PushOptions) error { return errTestPush }
 func (rfWriter) ReadFrom(r io.Reader) (int64, error)  { return io.Copy(io.Discard, r) }
+
+var errTestPush = errors.New("test: push")
 
 // TestHandlerKeepsEveryOptionalInterface: next sees CloseNotify, Hijack,
 // Push and ReadFrom exactly when the server's writer has them, in each of
@@ -686,13 +688,26 @@ func TestHandlerKeepsEveryOptionalInterface(t *testing.T) {
 			tr, _, _ := serverTracker(t)
 			NewHandler(tr, http.HandlerFunc(func(got http.ResponseWriter, r *http.Request) {
 				c, isCN := got.(http.CloseNotifier) //lint:ignore SA1019 the interface under test
-				_, isHJ := got.(http.Hijacker)
-				_, isPS := got.(http.Pusher)
-				_, isRF := got.(io.ReaderFrom)
+				h, isHJ := got.(http.Hijacker)
+				p, isPS := got.(http.Pusher)
+				f, isRF := got.(io.ReaderFrom)
 				assert.Equal(t, []bool{cn, hj, ps, rf}, []bool{isCN, isHJ, isPS, isRF})
+				// Each method reaches the server writer's.
 				if isCN {
 					ch <- true
 					assert.True(t, <-c.CloseNotify(), "the server writer's channel")
+				}
+				if isHJ {
+					_, _, err := h.Hijack()
+					assert.EqualError(t, err, "test: no connection")
+				}
+				if isPS {
+					assert.ErrorIs(t, p.Push("/x", nil), errTestPush)
+				}
+				if isRF {
+					n, err := f.ReadFrom(strings.NewReader("abc"))
+					assert.NoError(t, err)
+					assert.Equal(t, int64(3), n)
 				}
 				_, isSW := got.(io.StringWriter)
 				assert.True(t, isSW)

@@ -285,112 +285,168 @@ func (rf readFrom) ReadFrom(src io.Reader) (int64, error) {
 type writerOnly struct{ io.Writer }
 
 // wrap returns rw as the ResponseWriter next gets: with CloseNotify,
-// Hijack, Push and ReadFrom only where the server's writer has them (one
-// struct type per combination, as github.com/felixge/httpsnoop's Wrap
-// does), so a caller that type-asserts one (gin's Context.Stream asserts
+// Hijack, Push and ReadFrom only where the server's writer has them, so a
+// caller that type-asserts one (gin's Context.Stream asserts
 // http.CloseNotifier) finds what the server offers, and no more. Flush,
 // FlushError, WriteString, Unwrap and the deadline methods are always
 // there: they report http.ErrNotSupported, as http.ResponseController
 // does, when the server's writer cannot.
 func (rw *respWriter) wrap() http.ResponseWriter {
-	cn, isCN := rw.w.(http.CloseNotifier) //lint:ignore SA1019 kept for the callers that still assert it (gin)
-	hj, isHJ := rw.w.(http.Hijacker)
-	ps, isPS := rw.w.(http.Pusher)
-	rf, isRF := rw.w.(io.ReaderFrom)
-	r := readFrom{rw, rf}
-	switch {
-	case isCN && isHJ && isPS && isRF:
-		return struct {
-			*respWriter
-			http.CloseNotifier
-			http.Hijacker
-			http.Pusher
-			io.ReaderFrom
-		}{rw, cn, hj, ps, r}
-	case isCN && isHJ && isPS:
-		return struct {
-			*respWriter
-			http.CloseNotifier
-			http.Hijacker
-			http.Pusher
-		}{rw, cn, hj, ps}
-	case isCN && isHJ && isRF:
-		return struct {
-			*respWriter
-			http.CloseNotifier
-			http.Hijacker
-			io.ReaderFrom
-		}{rw, cn, hj, r}
-	case isCN && isPS && isRF:
-		return struct {
-			*respWriter
-			http.CloseNotifier
-			http.Pusher
-			io.ReaderFrom
-		}{rw, cn, ps, r}
-	case isHJ && isPS && isRF:
-		return struct {
-			*respWriter
-			http.Hijacker
-			http.Pusher
-			io.ReaderFrom
-		}{rw, hj, ps, r}
-	case isCN && isHJ:
-		return struct {
-			*respWriter
-			http.CloseNotifier
-			http.Hijacker
-		}{rw, cn, hj}
-	case isCN && isPS:
-		return struct {
-			*respWriter
-			http.CloseNotifier
-			http.Pusher
-		}{rw, cn, ps}
-	case isCN && isRF:
-		return struct {
-			*respWriter
-			http.CloseNotifier
-			io.ReaderFrom
-		}{rw, cn, r}
-	case isHJ && isPS:
-		return struct {
-			*respWriter
-			http.Hijacker
-			http.Pusher
-		}{rw, hj, ps}
-	case isHJ && isRF:
-		return struct {
-			*respWriter
-			http.Hijacker
-			io.ReaderFrom
-		}{rw, hj, r}
-	case isPS && isRF:
-		return struct {
-			*respWriter
-			http.Pusher
-			io.ReaderFrom
-		}{rw, ps, r}
-	case isCN:
-		return struct {
-			*respWriter
-			http.CloseNotifier
-		}{rw, cn}
-	case isHJ:
-		return struct {
-			*respWriter
-			http.Hijacker
-		}{rw, hj}
-	case isPS:
-		return struct {
-			*respWriter
-			http.Pusher
-		}{rw, ps}
-	case isRF:
-		return struct {
-			*respWriter
-			io.ReaderFrom
-		}{rw, r}
+	var o optionals
+	var has int
+	//lint:ignore SA1019 kept for the callers that still assert it (gin)
+	if o.CloseNotifier, _ = rw.w.(http.CloseNotifier); o.CloseNotifier != nil {
+		has |= hasCloseNotifier
 	}
-	return rw
+	if o.Hijacker, _ = rw.w.(http.Hijacker); o.Hijacker != nil {
+		has |= hasHijacker
+	}
+	if o.Pusher, _ = rw.w.(http.Pusher); o.Pusher != nil {
+		has |= hasPusher
+	}
+	if rf, ok := rw.w.(io.ReaderFrom); ok {
+		o.ReaderFrom, has = readFrom{rw, rf}, has|hasReaderFrom
+	}
+	return wrappers[has](rw, o)
+}
+
+// The optional interfaces of a server's ResponseWriter, as bits of an
+// index into wrappers.
+const (
+	hasCloseNotifier = 1 << iota
+	hasHijacker
+	hasPusher
+	hasReaderFrom
+)
+
+// optionals holds the optional interfaces wrap found (ReaderFrom is rw's
+// own readFrom over the server writer's).
+type optionals struct {
+	http.CloseNotifier
+	http.Hijacker
+	http.Pusher
+	io.ReaderFrom
+}
+
+// Short names for the table below.
+type (
+	rwCN = http.CloseNotifier //lint:ignore SA1019 kept for the callers that still assert it (gin)
+	rwHJ = http.Hijacker
+	rwPS = http.Pusher
+	rwRF = io.ReaderFrom
+)
+
+// wrappers[has] builds the writer that has exactly the interfaces of has:
+// one struct type per combination, as github.com/felixge/httpsnoop's Wrap
+// and client_golang's promhttp delegators do (Go cannot add a method to a
+// value at run time).
+var wrappers = [16]func(*respWriter, optionals) http.ResponseWriter{
+	0: func(w *respWriter, _ optionals) http.ResponseWriter { return w },
+	hasCloseNotifier: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwCN
+		}{w, o.CloseNotifier}
+	},
+	hasHijacker: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwHJ
+		}{w, o.Hijacker}
+	},
+	hasCloseNotifier | hasHijacker: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwCN
+			rwHJ
+		}{w, o.CloseNotifier, o.Hijacker}
+	},
+	hasPusher: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwPS
+		}{w, o.Pusher}
+	},
+	hasCloseNotifier | hasPusher: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwCN
+			rwPS
+		}{w, o.CloseNotifier, o.Pusher}
+	},
+	hasHijacker | hasPusher: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwHJ
+			rwPS
+		}{w, o.Hijacker, o.Pusher}
+	},
+	hasCloseNotifier | hasHijacker | hasPusher: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwCN
+			rwHJ
+			rwPS
+		}{w, o.CloseNotifier, o.Hijacker, o.Pusher}
+	},
+	hasReaderFrom: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwRF
+		}{w, o.ReaderFrom}
+	},
+	hasCloseNotifier | hasReaderFrom: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwCN
+			rwRF
+		}{w, o.CloseNotifier, o.ReaderFrom}
+	},
+	hasHijacker | hasReaderFrom: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwHJ
+			rwRF
+		}{w, o.Hijacker, o.ReaderFrom}
+	},
+	hasCloseNotifier | hasHijacker | hasReaderFrom: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwCN
+			rwHJ
+			rwRF
+		}{w, o.CloseNotifier, o.Hijacker, o.ReaderFrom}
+	},
+	hasPusher | hasReaderFrom: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwPS
+			rwRF
+		}{w, o.Pusher, o.ReaderFrom}
+	},
+	hasCloseNotifier | hasPusher | hasReaderFrom: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwCN
+			rwPS
+			rwRF
+		}{w, o.CloseNotifier, o.Pusher, o.ReaderFrom}
+	},
+	hasHijacker | hasPusher | hasReaderFrom: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwHJ
+			rwPS
+			rwRF
+		}{w, o.Hijacker, o.Pusher, o.ReaderFrom}
+	},
+	hasCloseNotifier | hasHijacker | hasPusher | hasReaderFrom: func(w *respWriter, o optionals) http.ResponseWriter {
+		return struct {
+			*respWriter
+			rwCN
+			rwHJ
+			rwPS
+			rwRF
+		}{w, o.CloseNotifier, o.Hijacker, o.Pusher, o.ReaderFrom}
+	},
 }

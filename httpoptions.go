@@ -13,9 +13,9 @@ type HTTPOption interface {
 	applyHTTP(*httpConfig)
 }
 
-// TransportOption configures the client side, NewTransport and Middleware:
-// every HTTPOption, and WithIncludeUsage, which changes the request sent and
-// so has no meaning for NewHandler (passing it there does not compile).
+// TransportOption configures NewTransport and Middleware: every HTTPOption,
+// and WithIncludeUsage, which rewrites the request and so cannot be passed
+// to NewHandler.
 type TransportOption interface {
 	applyTransport(*httpConfig)
 }
@@ -75,12 +75,10 @@ func (c *httpConfig) measured(r *http.Request) bool {
 	return true
 }
 
-// WithProtocol says which protocol the endpoint speaks, in place of the
-// request path (for a gateway with its own paths, say): a streamed answer is
-// decoded as p. A response whose Content-Type is application/json is still
-// one JSON answer (ProtocolJSON), and application/x-ndjson still Ollama's
-// stream; docs/http.md has the table. Values other than the Protocol constants are
-// ignored. Default: the protocol the path tells.
+// WithProtocol decodes streamed answers as p in place of what the request
+// path tells (for a gateway with its own paths); a JSON or NDJSON
+// Content-Type still decides (docs/http.md). Values other than the Protocol
+// constants are ignored.
 func WithProtocol(p Protocol) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
 		if p.valid() {
@@ -90,11 +88,9 @@ func WithProtocol(p Protocol) HTTPOption {
 }
 
 // WithDecoder sets a function that returns the Decoder of each response
-// (status below 300); it is called with the caller's request, on the
-// goroutine of the round trip (for NewHandler: with the request next got
-// and a response holding the status and header next wrote, no Body, when
-// the header is written). A nil result leaves the choice to the
-// automatic one (the Content-Type and path, and WithProtocol). A nil function is ignored.
+// with a status below 300, called with the caller's request on the round
+// trip's goroutine (for NewHandler: when next writes the header, with a
+// response that has no Body). A nil result leaves the automatic choice.
 func WithDecoder(f func(req *http.Request, resp *http.Response) Decoder) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
 		if f != nil {
@@ -103,41 +99,21 @@ func WithDecoder(f func(req *http.Request, resp *http.Response) Decoder) HTTPOpt
 	})
 }
 
-// WithIncludeUsage makes the exact output token count arrive with every
-// OpenAI-style streamed answer: a request to …/chat/completions or
-// …/completions whose JSON body has "stream": true and no
-// "stream_options.include_usage" is sent with "stream_options":
-// {"include_usage": true} added (merged into an existing stream_options
-// object; an explicit include_usage, true or false, is left alone). The
-// server then ends the stream with a usage chunk, which ProtocolOpenAI.NewDecoder
-// reads; without it N is the number of token-carrying chunks, a lower
-// bound. openai-go and go-openai do not ask for it by default. The caller
-// does not see the chunk it did not ask for: when the library added
-// include_usage, the usage-only event ("choices": [] and a usage object) is
-// left out of the bytes the caller reads (the decoder still reads it), so a
-// loop that indexes Choices[0] of every chunk keeps working; see
-// docs/http.md.
-//
-// The caller's request is not modified: the request sent is a copy whose
-// Body, GetBody, ContentLength and Content-Length header (if set) describe
-// the new body; everything else in the body is kept byte for byte. A body
-// over 4 MiB, compressed (Content-Encoding), or not a JSON object is sent
-// unchanged. Some OpenAI-compatible servers reject unknown members: use it
-// with servers that accept stream_options (OpenAI, Azure OpenAI, vLLM,
-// SGLang, llama.cpp, Ollama's OpenAI API, …). Default: off. It is a
-// TransportOption only: a server does not rewrite its clients' requests.
+// WithIncludeUsage asks OpenAI-style servers for the exact token counts: a
+// streamed request to …/chat/completions or …/completions is sent with
+// "stream_options": {"include_usage": true} unless it says otherwise, and
+// the usage-only chunk the caller did not ask for is left out of the bytes
+// it reads. The caller's request is not modified (a copy is sent). Use it
+// with servers that accept stream_options; docs/http.md has the details.
+// Default: off.
 func WithIncludeUsage() TransportOption {
 	return transportOptionFunc(func(c *httpConfig) { c.includeUsage = true })
 }
 
 // WithRequestAttributes sets a function that returns extra attributes for
 // each request's measurements, read from the caller's request (which it
-// must not modify); it runs on the goroutine of the round trip (for
-// NewHandler: next's, or the one that reads the request body). Its
-// attributes win over the automatic ones of the same key. Keep them
-// low-cardinality: each distinct set is a series (the Tracker's attribute
-// cache is bounded, but the metrics backend's
-// series are not). A nil function is ignored.
+// must not modify); they win over the automatic ones of the same key. Keep
+// them low-cardinality: each distinct set is a series.
 func WithRequestAttributes(f func(*http.Request) []attribute.KeyValue) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
 		if f != nil {
@@ -146,13 +122,10 @@ func WithRequestAttributes(f func(*http.Request) []attribute.KeyValue) HTTPOptio
 	})
 }
 
-// WithModels sets an allowlist of model names for gen_ai.request.model:
+// WithModels sets an allowlist of model names for gen_ai.request.model;
 // another name becomes "_OTHER", so whoever writes the requests cannot grow
-// the number of series. Repeated calls add up; WithModels() with no names
-// folds every model into "_OTHER". Default for NewTransport and
-// Middleware: no allowlist, which suits a client, where the program itself
-// names the models; for NewHandler, whose model names come from its
-// clients: every name is "_OTHER" unless allowlisted.
+// the number of series. Calls add up. Default: no allowlist for the client
+// wrappers; for NewHandler, every name is "_OTHER" unless allowlisted.
 func WithModels(names ...string) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
 		if c.models == nil {
@@ -165,12 +138,9 @@ func WithModels(names ...string) HTTPOption {
 }
 
 // WithFilter adds a filter: a request is measured when every filter returns
-// true for it (f must not modify the request); the others pass through
-// untouched. Filters run in the order given, after the default one, which
-// measures POST requests only (every generation or embedding call of the
-// LLM APIs is a POST; GETs of /models or /files are not measured), so a
-// filter that drops /health does not start measuring GETs. A nil function
-// is ignored.
+// true for it (f must not modify it). The default filter, which runs
+// first, measures POST requests only (every LLM generation call is a
+// POST), so a filter that drops /health does not start measuring GETs.
 func WithFilter(f func(*http.Request) bool) HTTPOption {
 	return httpOptionFunc(func(c *httpConfig) {
 		if f != nil {

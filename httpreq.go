@@ -65,7 +65,7 @@ func (c *httpCore) wantModel(ep endpoint) bool {
 func newHTTPCore(t *Tracker, cfg httpConfig) *httpCore {
 	c := &httpCore{t: t, cfg: cfg}
 	if t != nil {
-		for _, kv := range t.base[RoleServer].attrs {
+		for _, kv := range t.base[sideServer].attrs {
 			switch kv.Key {
 			case semconv.GenAIOperationNameKey:
 				c.hasOp = true

@@ -30,7 +30,8 @@ const (
 )
 
 // MetricNames are the instrument names of one role, the one way to name
-// them in code (queries, dashboards, tests); Role.MetricNames returns them.
+// them in code (queries, dashboards, tests): see ServerMetricNames and
+// ClientMetricNames.
 type MetricNames struct {
 	TTFT, TPOT, ITL, E2EL string
 	// TTFO is the time to first output (answer) token histogram,
@@ -63,10 +64,18 @@ const (
 	metricCacheWriteInputTokens = "llmmetrics.tokens.cache_write_input"
 )
 
-// MetricNames returns the instrument names of the role (see the package
+// ServerMetricNames returns the instrument names of the server role
+// (NewHandler, Tracker.Start).
+func ServerMetricNames() MetricNames { return sideServer.metricNames() }
+
+// ClientMetricNames returns the instrument names of the client role
+// (NewTransport, Middleware, Tracker.StartClient).
+func ClientMetricNames() MetricNames { return sideClient.metricNames() }
+
+// metricNames returns the instrument names of the role (see the package
 // documentation's metric table).
-func (r Role) MetricNames() MetricNames {
-	if r == RoleClient {
+func (r side) metricNames() MetricNames {
+	if r == sideClient {
 		return MetricNames{
 			TTFT:       genaiconv.ClientOperationTimeToFirstChunk{}.Name(),
 			TPOT:       metricClientTPOT,
@@ -105,14 +114,14 @@ type instruments struct {
 	tokens, requests            metric.Int64Counter
 	cachedInput, cacheWrite     metric.Int64Counter
 	active                      metric.Int64UpDownCounter
-	role                        Role // whose names these are (RoleKey on the shared ones)
+	role                        side // whose names these are (RoleKey on the shared ones)
 }
 
-// newInstruments creates the instruments of both roles, indexed by Role:
+// newInstruments creates the instruments of both roles, indexed by side:
 // each role's latency histograms, and once the instruments both roles
 // share by name (their measurements carry RoleKey).
 func newInstruments(cfg config) ([2]instruments, error) {
-	m := cfg.provider.Meter(ScopeName, metric.WithInstrumentationVersion(Version), metric.WithSchemaURL(semconv.SchemaURL))
+	m := cfg.provider.Meter(ScopeName, metric.WithInstrumentationVersion(version), metric.WithSchemaURL(semconv.SchemaURL))
 	var (
 		in   [2]instruments
 		errs []error
@@ -122,8 +131,8 @@ func newInstruments(cfg config) ([2]instruments, error) {
 			errs = append(errs, err)
 		}
 	}
-	shared := &in[RoleServer]
-	names := RoleServer.MetricNames()
+	shared := &in[sideServer]
+	names := ServerMetricNames()
 	var err error
 	shared.ttfo, err = m.Float64Histogram(names.TTFO, metric.WithUnit("s"), bounds(serverTTFTBuckets),
 		metric.WithDescription("Time to first output token: from the start of the request to the first chunk that carries answer tokens (content, refusal, tool calls), after any reasoning tokens."))
@@ -143,10 +152,10 @@ func newInstruments(cfg config) ([2]instruments, error) {
 	shared.active, err = m.Int64UpDownCounter(names.Active, metric.WithUnit("{request}"),
 		metric.WithDescription("Requests started and not yet ended."))
 	check(err)
-	in[RoleClient] = *shared
-	in[RoleServer].role, in[RoleClient].role = RoleServer, RoleClient
-	check(serverLatencies(m, &in[RoleServer]))
-	check(clientLatencies(m, &in[RoleClient]))
+	in[sideClient] = *shared
+	in[sideServer].role, in[sideClient].role = sideServer, sideClient
+	check(serverLatencies(m, &in[sideServer]))
+	check(clientLatencies(m, &in[sideClient]))
 	return in, errors.Join(errs...)
 }
 

@@ -50,7 +50,8 @@ import (
 // caller's bytes are neither copied nor delayed. A body that is not JSON, or
 // that ends before its value does, is the stream's ErrMalformedFrame (Err,
 // and otel.Handle) and gives no frame. Bytes after the top-level value are
-// ignored. The options are accepted for symmetry and ignored.
+// ignored. It takes the options of Protocol.NewDecoder, of which
+// WithMaxFrameBytes has no frame to bound here: the scan holds none.
 func newUsageDecoder(opts ...DecoderOption) Decoder {
 	_ = newDecoderConfig(opts)
 	return &usageDecoder{s: jsonstream.NewScanner(answerSchema)}

@@ -143,12 +143,12 @@ func TestOutcomeText(t *testing.T) {
 	assert.Equal(t, "canceled", OutcomeCanceled.String())
 	assert.Equal(t, "Outcome(9)", Outcome(9).String())
 	_, err := Outcome(9).MarshalText()
-	assert.ErrorIs(t, err, ErrInvalidText)
-	assert.EqualError(t, err, "llmmetrics: invalid text: no name for outcome 9")
+	assert.ErrorIs(t, err, ErrInvalid)
+	assert.EqualError(t, err, "llmmetrics: invalid argument: no name for outcome 9")
 	var o Outcome
 	err = o.UnmarshalText([]byte("cancelled"))
-	assert.ErrorIs(t, err, ErrInvalidText)
-	assert.ErrorContains(t, err, `llmmetrics: invalid text: unknown outcome "cancelled"`)
+	assert.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, `llmmetrics: invalid argument: unknown outcome "cancelled"`)
 }
 
 // TestEnumTextCase: every enum reads its text form in any case (one rule)

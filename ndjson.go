@@ -11,27 +11,10 @@ import (
 // This file holds the framing of newline-delimited JSON (one JSON text a
 // line) and the protocol that uses it: Ollama's native API.
 
-// NewNDJSONDecoder returns a Decoder for one newline-delimited JSON stream
-// (NDJSON, JSON Lines) whose lines are interpreted by interpret: the
-// pluggable decoder for a line protocol that is not built in, as
-// NewSSEDecoder is for server-sent events.
-//
-// interpret is called once per line, in order, with the line without its
-// end: lines end with LF or CRLF (a CR before the LF is dropped). line is
-// valid only during the call and must not be modified or retained. Lines
-// that are empty or hold only spaces and tabs are not frames. A final line
-// without its LF is interpreted at Flush. Lines may be split across Decode
-// calls at any byte: the frames emitted do not depend on how the stream is
-// cut.
-//
-// The Frame interpret returns is emitted as is; a non-nil error marks the
-// line as malformed, as for NewSSEDecoder (wrapped in ErrMalformedFrame
-// unless it already wraps it, reported through otel.Handle, kept for Err;
-// decoding goes on with the next line). A nil interpret reports every line as
-// a zero Frame.
-//
-// The options are WithMaxFrameBytes: a line longer than the limit is
-// ErrFrameTooLarge and stops decoding of the stream.
+// NewNDJSONDecoder returns a Decoder for a newline-delimited JSON stream in
+// a protocol that is not built in: interpret is called once per non-blank
+// line, in order, without its LF or CRLF (valid only during the call), as
+// for NewSSEDecoder. A final line without its LF is interpreted at Flush.
 func NewNDJSONDecoder(interpret func(line []byte) (Frame, error), opts ...DecoderOption) Decoder {
 	if interpret == nil {
 		interpret = func([]byte) (Frame, error) { return Frame{}, nil }

@@ -1,7 +1,6 @@
 package llmmetrics
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -10,36 +9,11 @@ import (
 	"github.com/llmmetrics/llmmetrics/internal/stats"
 )
 
-// Errors of the statistics functions (see the package documentation's
-// Errors section for the convention).
-var (
-	// ErrInvalidPercentile is returned (wrapped) for a percentile that is
-	// NaN or outside [0, 100].
-	ErrInvalidPercentile = errors.New("llmmetrics: invalid percentile")
-	// ErrInvalidSample is returned (wrapped) for a NaN or infinite value,
-	// a negative, NaN or infinite weight, values and weights of
-	// different lengths, or sums that overflow float64.
-	ErrInvalidSample = errors.New("llmmetrics: invalid sample")
-	// ErrUndefined is returned (wrapped) by a function whose arguments
-	// are valid but whose result does not exist: the percentile of no
-	// values, a weighted mean whose weights sum to 0, the cost per token
-	// at zero throughput.
-	ErrUndefined = errors.New("llmmetrics: undefined result")
-)
-
 // Percentile returns the p-th percentile of values with numpy's default
-// ("linear") method: the values are sorted, the virtual index
-// i = p/100 × (len−1) is computed, and the result interpolates linearly
-// between the two values around i. It is the method `vllm bench serve` uses.
-//
-// p is in percent (0–100), like numpy and like people say "p99": p = 0 gives
-// the minimum, p = 100 the maximum, p = 50 the median (for an even count,
-// the mean of the two middle values).
-//
-// The error wraps ErrInvalidPercentile when p is NaN or outside [0, 100],
-// ErrInvalidSample when a value is NaN or ±Inf, and ErrUndefined when
-// values is empty. values is not modified; Percentile copies and sorts it
-// (O(n log n), one allocation). It is safe for concurrent use.
+// linear interpolation, as `vllm bench serve` does. p is in percent (0–100):
+// 0 gives the minimum, 50 the median, 100 the maximum. The error wraps
+// ErrInvalid for a p outside [0, 100] or a NaN or infinite value, and
+// ErrUndefined for no values. values is not modified.
 func Percentile(values []float64, p float64) (float64, error) {
 	s, err := sortedCopy(values, p)
 	if err != nil {
@@ -52,7 +26,7 @@ func Percentile(values []float64, p float64) (float64, error) {
 // p of them (see Percentile).
 func sortedCopy(values []float64, p float64) ([]float64, error) {
 	if !stats.ValidPercent(p) {
-		return nil, fmt.Errorf("%w: %v is outside [0, 100]", ErrInvalidPercentile, p)
+		return nil, fmt.Errorf("%w: percentile %v is outside [0, 100]", ErrInvalid, p)
 	}
 	if err := finiteValues(values); err != nil {
 		return nil, err
@@ -65,12 +39,12 @@ func sortedCopy(values []float64, p float64) ([]float64, error) {
 	return s, nil
 }
 
-// finiteValues returns an error wrapping ErrInvalidSample when a value is
+// finiteValues returns an error wrapping ErrInvalid when a value is
 // NaN or ±Inf.
 func finiteValues(values []float64) error {
 	for i, v := range values {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("%w: values[%d] is %v", ErrInvalidSample, i, v)
+			return fmt.Errorf("%w: values[%d] is %v", ErrInvalid, i, v)
 		}
 	}
 	return nil
@@ -94,18 +68,14 @@ func percentileNearestRank(values []float64, p float64) (float64, error) {
 	return s[min(max(rank, 1), len(s))-1], nil
 }
 
-// WeightedMean returns Σ values[i]·weights[i] / Σ weights[i]. With every
-// weight 1 it is the plain mean; Summary.TokenWeightedTPOT is the weighted
-// mean of per-request TPOT with weights N − 1. A zero weight leaves its
-// value out.
-//
-// The error wraps ErrInvalidSample when the slices differ in length, a
-// value is NaN or ±Inf, a weight is negative, NaN or ±Inf, or a sum
-// overflows; it wraps ErrUndefined when the weights sum to 0 (no values,
-// or only zero weights). It is safe for concurrent use.
+// WeightedMean returns Σ values[i]·weights[i] / Σ weights[i]: with weights
+// N − 1, the mean of per-request TPOT is Summary.TokenWeightedTPOT. The
+// error wraps ErrInvalid for slices of different lengths, a NaN or infinite
+// value, a negative weight or an overflow, and ErrUndefined when the
+// weights sum to 0.
 func WeightedMean(values, weights []float64) (float64, error) {
 	if len(values) != len(weights) {
-		return 0, fmt.Errorf("%w: %d values and %d weights", ErrInvalidSample, len(values), len(weights))
+		return 0, fmt.Errorf("%w: %d values and %d weights", ErrInvalid, len(values), len(weights))
 	}
 	if err := finiteValues(values); err != nil {
 		return 0, err
@@ -114,7 +84,7 @@ func WeightedMean(values, weights []float64) (float64, error) {
 	for i, v := range values {
 		w := weights[i]
 		if !(w >= 0) || math.IsInf(w, 0) {
-			return 0, fmt.Errorf("%w: weights[%d] is %v", ErrInvalidSample, i, w)
+			return 0, fmt.Errorf("%w: weights[%d] is %v", ErrInvalid, i, w)
 		}
 		if w == 0 {
 			continue
@@ -126,14 +96,12 @@ func WeightedMean(values, weights []float64) (float64, error) {
 		return 0, fmt.Errorf("%w: weighted mean with no weight", ErrUndefined)
 	}
 	if !finiteFloat(sum) || !finiteFloat(wsum) {
-		return 0, fmt.Errorf("%w: the weighted sums overflow float64", ErrInvalidSample)
+		return 0, fmt.Errorf("%w: the weighted sums overflow float64", ErrInvalid)
 	}
 	return sum / wsum, nil
 }
 
-// PercentileValue is one requested percentile of a Distribution: P is in
-// percent (0–100), Value the latency at that percentile. It encodes to JSON
-// as {"p": 99, "value_ns": 123456789}.
+// PercentileValue is one requested percentile of a Distribution.
 type PercentileValue struct {
 	// P is the percentile in percent (0–100).
 	P float64 `json:"p"`
@@ -141,19 +109,9 @@ type PercentileValue struct {
 	Value time.Duration `json:"value_ns"`
 }
 
-// Distribution summarizes one sample set (all TTFTs, all TPOTs, all ITL gaps
-// or all E2ELs of a run) with the statistics `vllm bench serve` reports:
-// mean, median, population standard deviation, min, max and the requested
-// percentiles (numpy linear). All durations are rounded to the nearest
-// nanosecond.
-//
-// An empty sample set has Count 0 and every other field zero or empty: check
-// Count before reading the statistics (vLLM reports such a set as zeros).
-//
-// JSON field names are stable:
-//
-//	{"count": 3, "mean_ns": ..., "median_ns": ..., "std_ns": ..., "min_ns": ...,
-//	 "max_ns": ..., "percentiles": [{"p": 99, "value_ns": ...}]}
+// Distribution summarizes one sample set (all TTFTs of a run, say) with the
+// statistics `vllm bench serve` reports, each rounded to the nanosecond. An
+// empty set has Count 0 and every other field zero: check Count first.
 type Distribution struct {
 	// Count is the number of samples.
 	Count int `json:"count"`
@@ -172,10 +130,9 @@ type Distribution struct {
 	Percentiles []PercentileValue `json:"percentiles,omitempty"`
 }
 
-// Percentile returns the value at percentile p (in percent) when p was
-// requested in SummaryOptions.Percentiles. p = 0, 50 and 100 are always
-// available (Min, Median and Max). ok is false when the distribution is
-// empty or p was not requested.
+// Percentile returns the value at percentile p (in percent), which must be
+// one of SummaryOptions.Percentiles, or 0, 50 or 100. ok is false when the
+// distribution is empty or p was not requested.
 func (d Distribution) Percentile(p float64) (v time.Duration, ok bool) {
 	if d.Count == 0 {
 		return 0, false

@@ -147,16 +147,16 @@ func TestTPOTCountsReasoning(t *testing.T) {
 // the server TTFT buckets (the GenAI conventions' advice for a first token)
 // whichever role records first.
 func TestTTFOBuckets(t *testing.T) {
-	for _, role := range []Role{RoleServer, RoleClient} {
+	for _, role := range []side{sideServer, sideClient} {
 		t.Run(role.String(), func(t *testing.T) {
 			tr, reader := newTestTracker(t)
 			r := tr.startAs(context.Background(), role, at(0), nil)
 			r.ChunkAt(at(30), 1)
 			r.EndAt(at(40), nil)
 			got := collect(t, reader)
-			ttfo := got[role.MetricNames().TTFO].Data.(metricdata.Histogram[float64]).DataPoints[0].Bounds
+			ttfo := got[role.metricNames().TTFO].Data.(metricdata.Histogram[float64]).DataPoints[0].Bounds
 			assert.Equal(t, serverTTFTBuckets, ttfo)
-			assert.Equal(t, metricTTFO, role.MetricNames().TTFO)
+			assert.Equal(t, metricTTFO, role.metricNames().TTFO)
 		})
 	}
 }
@@ -199,7 +199,7 @@ func TestUsageBelowChunks(t *testing.T) {
 				return
 			}
 			require.Len(t, reported, 1, "reported once, at the first End")
-			assert.ErrorIs(t, reported[0], ErrUsageBelowChunks)
+			assert.ErrorIs(t, reported[0], errUsageBelowChunks)
 			assert.Equal(t, fmt.Sprintf("llmmetrics: reported output tokens below the token-carrying chunks: usage says %d, %d chunks arrived; N is %d",
 				tt.usage, tt.chunks, tt.chunks), reported[0].Error())
 		})

@@ -35,7 +35,7 @@ func (o Outcome) String() string {
 // MarshalText encodes the outcome as "ok", "error" or "canceled".
 func (o Outcome) MarshalText() ([]byte, error) {
 	if int(o) >= len(outcomeNames) {
-		return nil, fmt.Errorf("%w: no name for outcome %d", ErrInvalidText, uint8(o))
+		return nil, fmt.Errorf("%w: no name for outcome %d", ErrInvalid, uint8(o))
 	}
 	return []byte(outcomeNames[o]), nil
 }
@@ -44,32 +44,20 @@ func (o Outcome) MarshalText() ([]byte, error) {
 func (o *Outcome) UnmarshalText(b []byte) error {
 	i, ok := parseName(b, outcomeNames[:])
 	if !ok {
-		return fmt.Errorf("%w: unknown outcome %q (want ok, error or canceled)", ErrInvalidText, b)
+		return fmt.Errorf("%w: unknown outcome %q (want ok, error or canceled)", ErrInvalid, b)
 	}
 	*o = Outcome(i)
 	return nil
 }
 
-// Record is the plain-value timeline of one request: what the analysis
-// functions (Summarize, SLO.Check, …) consume and what Request.End returns.
+// Record is the plain-value timeline of one request: what Request.End
+// returns and the analysis functions (Summarize, SLO.Met, …) consume.
 //
 // A zero FirstToken means "no token arrived"; a LastToken that is zero or
-// before FirstToken is taken as FirstToken (a record with one token may set
-// FirstToken alone). Times should be in order (Start ≤ FirstToken ≤
-// LastToken ≤ End); the methods never report a negative duration: a
-// difference that comes out negative (times out of order) is reported as 0.
-// A Record built by a Tracker is always in order.
-//
-// JSON field names are stable, and new ones are only ever added (times are
-// RFC 3339 with nanoseconds, durations are integer nanoseconds):
-//
-//	{"start": "...", "first_token": "...", "first_output": "...",
-//	 "last_token": "...", "end": "...",
-//	 "input_tokens": 12, "output_tokens": 40, "reasoning_tokens": 24, "chunks": 38,
-//	 "itl_ns": [21000000, ...], "max_itl_ns": 48000000, "outcome": "ok"}
-//
-// first_token, first_output, last_token, reasoning_tokens, itl_ns and
-// max_itl_ns are omitted when empty.
+// before FirstToken is taken as FirstToken. The methods never report a
+// negative duration: times out of order give 0 (a Tracker's Records are in
+// order). JSON names are stable and only ever added; times are RFC 3339
+// with nanoseconds, durations integer nanoseconds.
 type Record struct {
 	// Start is when the request was sent (client) or received (server).
 	Start time.Time `json:"start"`
@@ -77,30 +65,22 @@ type Record struct {
 	// reasoning or answer.
 	FirstToken time.Time `json:"first_token,omitzero"`
 	// FirstOutput is the arrival of the first chunk that carries answer
-	// tokens (content, refusal, tool calls), after any reasoning; zero when
-	// none arrived. Without reasoning it equals FirstToken.
+	// tokens (content, refusal, tool calls); without reasoning it equals
+	// FirstToken.
 	FirstOutput time.Time `json:"first_output,omitzero"`
 	// LastToken is the arrival of the last chunk that carries tokens.
 	LastToken time.Time `json:"last_token,omitzero"`
 	// End is when the stream finished (EOF, error or cancel).
 	End time.Time `json:"end"`
-	// InputTokens is the prompt length in tokens (0 when unknown): the whole
-	// prompt, cached and cache-write tokens included.
-	InputTokens int `json:"input_tokens"`
-	// CachedInputTokens is how many of the InputTokens the provider read
-	// from its prompt (prefix) cache: OpenAI's
-	// prompt_tokens_details.cached_tokens, Anthropic's
-	// cache_read_input_tokens, Gemini's cachedContentTokenCount; 0 when the
-	// provider does not say.
-	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
-	// CacheWriteInputTokens is how many of the InputTokens the provider
-	// wrote to its prompt cache (Anthropic's cache_creation_input_tokens,
-	// priced apart); 0 when the provider does not say.
+	// InputTokens is the whole prompt's length in tokens (0 when unknown);
+	// CachedInputTokens and CacheWriteInputTokens are how many of them the
+	// provider read from and wrote to its prompt cache (0 when not said).
+	InputTokens           int `json:"input_tokens"`
+	CachedInputTokens     int `json:"cached_input_tokens,omitempty"`
 	CacheWriteInputTokens int `json:"cache_write_input_tokens,omitempty"`
 	// OutputTokens is N, every output token, reasoning included: the
-	// server's exact usage count when known, else the sum of per-chunk token
-	// counts (a lower bound when a chunk's count is estimated as 1); never
-	// below Chunks (each token-carrying chunk holds at least one token).
+	// server's usage count when known, else the sum of the chunks' counts;
+	// never below Chunks.
 	OutputTokens int `json:"output_tokens"`
 	// ReasoningTokens is how many of the OutputTokens the server reports as
 	// reasoning ("thinking") tokens; 0 when it does not say.
@@ -108,20 +88,15 @@ type Record struct {
 	// Chunks is the number of token-carrying chunks (0 when unknown).
 	Chunks int `json:"chunks"`
 	// ITL holds the gaps between consecutive token-carrying chunks
-	// (len = Chunks − 1), or nil when the Tracker was told not to keep them.
+	// (len = Chunks − 1), or nil when they were not kept (WithoutITL).
 	ITL []time.Duration `json:"itl_ns,omitempty"`
-	// MaxITL is the largest gap between consecutive token-carrying chunks.
-	// A Tracker sets it even when it keeps no ITL list; maxITLGap combines
-	// it with ITL, so a hand-built Record may set either.
+	// MaxITL is the largest of those gaps, set even when ITL is not kept.
 	MaxITL time.Duration `json:"max_itl_ns,omitempty"`
 	// Outcome says how the request ended.
 	Outcome Outcome `json:"outcome"`
-	// ErrorType is why a request that did not end OK ended so: the same
-	// low-cardinality value a Tracker puts in the error.type attribute (an
-	// HTTP status code such as "429", "timeout", "canceled",
-	// "connection_refused", "eof", a provider's error type such as
-	// "overloaded_error"); "" for an OK request, and for a failed one whose
-	// maker did not say.
+	// ErrorType is why a request that did not end OK ended so, as in the
+	// error.type attribute ("429", "timeout", "canceled",
+	// "overloaded_error", …); "" when OK or not said.
 	ErrorType string `json:"error_type,omitempty"`
 }
 

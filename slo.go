@@ -1,7 +1,6 @@
 package llmmetrics
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -12,30 +11,14 @@ import (
 )
 
 // SLO is a per-request service level objective: the latency limits a
-// request must meet to count as good. A zero field means "no limit"; the
-// zero SLO has no limits, so every OK request meets it.
+// request must meet to count as good. A zero field means "no limit". Only
+// OK requests can be good; comparisons are inclusive (value ≤ limit). A
+// request without a token fails a TTFT limit, one without an answer token a
+// TTFO limit; one with N ≤ 1 meets any TPOT limit, one with fewer than two
+// chunks any ITL limit (which bounds the largest single gap, the "stutter").
 //
-// Comparisons are inclusive (value ≤ limit) and exact to the nanosecond.
-// Only requests with outcome OK can be good. The limits are:
-//
-//   - TTFT bounds FirstToken − Start. A request without a token fails a TTFT
-//     limit (it never showed the user anything).
-//   - TTFO bounds FirstOutput − Start, the wait for the first answer token
-//     after any reasoning (Record.TTFO): what the reader of a reasoning
-//     model waits for. A request without an answer token fails a TTFO limit.
-//   - TPOT bounds (LastToken − FirstToken) / (N − 1), compared without
-//     rounding. A request with N ≤ 1 has no TPOT and meets any TPOT limit.
-//   - ITL bounds the largest single gap between token-carrying chunks
-//     (Record.MaxITL and Record.ITL): the "stutter" limit. A request with fewer than two
-//     chunks has no gap and meets it.
-//   - E2EL bounds the end-to-end latency (Record.E2EL). A record with
-//     neither a token nor an End has none and fails an E2EL limit.
-//
-// SLO implements flag.Value (through *SLO) with the text form of ParseSLO,
-// so a command can declare `flag.Var(&slo, "slo", "…")`. It encodes to JSON
-// as {"ttft_ns": …, "ttfo_ns": …, "tpot_ns": …, "itl_ns": …, "e2el_ns": …}, omitting unset
-// limits. An SLO is a plain value, safe for concurrent use when not being
-// modified.
+// *SLO is a flag.Value in the text form of ParseSLO. JSON names: ttft_ns,
+// ttfo_ns, tpot_ns, itl_ns, e2el_ns (unset limits omitted).
 type SLO struct {
 	// TTFT is the time-to-first-token limit (0 = none).
 	TTFT time.Duration `json:"ttft_ns,omitempty"`
@@ -49,45 +32,23 @@ type SLO struct {
 	E2EL time.Duration `json:"e2el_ns,omitempty"`
 }
 
-// Presets for common use cases. They are starting points, not standards:
-// measure what your users tolerate and adjust. Treat them as constants
-// (copy one and change the copy).
+// Presets for common use cases: starting points, not standards (their
+// sources are in docs/definitions.md). Treat them as constants.
 var (
-	// SLOChat suits an interactive chat: TTFT ≤ 200 ms and TPOT ≤ 100 ms.
-	// 200 ms is the chatbot example of the DistServe authors ("a fast
-	// initial response (e.g., under 0.2 seconds)", hao-ai-lab.github.io,
-	// DistServe blog, 2024); 100 ms per token is 10 tokens/s, about 450
-	// words per minute, which Databricks' LLM benchmarking guide notes is
-	// faster than a typical person reads.
+	// SLOChat suits an interactive chat: TTFT ≤ 200 ms, TPOT ≤ 100 ms.
 	SLOChat = SLO{TTFT: 200 * time.Millisecond, TPOT: 100 * time.Millisecond}
-
-	// SLOCodeCompletion suits inline code completion: TTFT ≤ 100 ms and
-	// E2EL ≤ 1 s. 0.1 s is the limit for a response to feel instantaneous
-	// and 1 s the limit for the user's flow of thought to stay
-	// uninterrupted (J. Nielsen, "Response Times: The 3 Important Limits",
-	// 1993); the DistServe authors note that code completion needs a fast
-	// end-to-end generation time rather than a reading-speed stream.
+	// SLOCodeCompletion suits inline code completion: TTFT ≤ 100 ms, E2EL ≤ 1 s.
 	SLOCodeCompletion = SLO{TTFT: 100 * time.Millisecond, E2EL: time.Second}
-
-	// SLODocumentProcessing suits summarization and extraction over long
-	// documents, read after the answer is complete: TTFT ≤ 10 s (Nielsen's
-	// limit for keeping the user's attention, and room for a long
-	// prefill) and E2EL ≤ 60 s (the default read timeout of common reverse
-	// proxies such as nginx's proxy_read_timeout: a slower answer is often
-	// cut off in practice).
+	// SLODocumentProcessing suits work over long documents, read once
+	// complete: TTFT ≤ 10 s, E2EL ≤ 60 s.
 	SLODocumentProcessing = SLO{TTFT: 10 * time.Second, E2EL: 60 * time.Second}
 )
 
-// ErrInvalidSLO is returned (wrapped) by SLO.Validate and ParseSLO for a
-// negative limit or a malformed SLO text.
-var ErrInvalidSLO = errors.New("llmmetrics: invalid SLO")
-
-// Validate returns an error wrapping ErrInvalidSLO when a limit is negative.
-// A zero limit means "no limit" and is valid.
+// Validate returns an error wrapping ErrInvalid when a limit is negative.
 func (s SLO) Validate() error {
 	for _, l := range s.limits() {
 		if l.limit < 0 {
-			return fmt.Errorf("%w: negative %s limit %v", ErrInvalidSLO, l.name, l.limit)
+			return fmt.Errorf("%w: negative SLO %s limit %v", ErrInvalid, l.name, l.limit)
 		}
 	}
 	return nil
@@ -105,12 +66,11 @@ func (s SLO) limits() [5]namedLimit {
 	return [5]namedLimit{{"ttft", s.TTFT}, {"ttfo", s.TTFO}, {"tpot", s.TPOT}, {"itl", s.ITL}, {"e2el", s.E2EL}}
 }
 
-// SLOCheck is the result of checking one Record against an SLO, threshold by
-// threshold, so a caller can see which limit a request missed. Each
-// threshold field is true when the limit is unset or the request's value
-// meets it, whatever the outcome; Completed is true when the outcome is
-// OutcomeOK. Met combines them.
-type SLOCheck struct {
+// sloCheck is the result of checking one Record against an SLO, threshold
+// by threshold (Goodput.ByThreshold counts each). Each threshold field is
+// true when the limit is unset or the request's value meets it, whatever
+// the outcome; Completed is true when the outcome is OutcomeOK.
+type sloCheck struct {
 	// Completed is true when the request's outcome is OutcomeOK (the
 	// request completed); a failed or canceled request never meets an SLO.
 	Completed bool `json:"completed"`
@@ -126,12 +86,16 @@ type SLOCheck struct {
 	E2EL bool `json:"e2el"`
 }
 
-// Met reports whether the request is good: Completed and within every limit. For
-// a Record r, slo.Check(r).Met() is the one way to ask "is r good?".
-func (c SLOCheck) Met() bool { return c.Completed && c.TTFT && c.TTFO && c.TPOT && c.ITL && c.E2EL }
+// met reports whether the request is good: Completed and within every
+// limit.
+func (c sloCheck) met() bool { return c.Completed && c.TTFT && c.TTFO && c.TPOT && c.ITL && c.E2EL }
 
-// Check evaluates r against every limit of s (see SLO for the rules).
-func (s SLO) Check(r Record) SLOCheck {
+// Met reports whether r is good: its outcome is OK and it meets every limit
+// of s (see SLO for the rules).
+func (s SLO) Met(r Record) bool { return s.checkRecord(r).met() }
+
+// checkRecord evaluates r against every limit of s.
+func (s SLO) checkRecord(r Record) sloCheck {
 	f := r.figures()
 	return s.check(&r, &f)
 }
@@ -163,8 +127,8 @@ func (r *Record) figures() figures {
 // figures are f, against every limit of s. The largest gap (the ITL
 // limit) is read from r only when that limit is set: it costs a pass over
 // the gaps.
-func (s *SLO) check(r *Record, f *figures) SLOCheck {
-	c := SLOCheck{Completed: r.Outcome == OutcomeOK, TTFT: true, TTFO: true, TPOT: true, ITL: true, E2EL: true}
+func (s *SLO) check(r *Record, f *figures) sloCheck {
+	c := sloCheck{Completed: r.Outcome == OutcomeOK, TTFT: true, TTFO: true, TPOT: true, ITL: true, E2EL: true}
 	if s.TTFT > 0 {
 		c.TTFT = f.tok && f.ttft <= s.TTFT
 	}
@@ -222,7 +186,7 @@ func (s *SLO) Set(text string) error {
 // (case-insensitive); values are Go durations (time.ParseDuration). Spaces
 // around items are ignored. The empty string gives the zero SLO (no
 // limits). An unknown or repeated key, a malformed duration or a negative
-// limit gives an error wrapping ErrInvalidSLO.
+// limit gives an error wrapping ErrInvalid.
 func ParseSLO(text string) (SLO, error) {
 	var s SLO
 	if strings.TrimSpace(text) == "" {
@@ -234,15 +198,15 @@ func ParseSLO(text string) (SLO, error) {
 		key = strings.ToLower(strings.TrimSpace(key))
 		val = strings.TrimSpace(val)
 		if !found || key == "" {
-			return SLO{}, fmt.Errorf("%w: %q is not key=duration", ErrInvalidSLO, strings.TrimSpace(item))
+			return SLO{}, fmt.Errorf("%w: SLO item %q is not key=duration", ErrInvalid, strings.TrimSpace(item))
 		}
 		if seen[key] {
-			return SLO{}, fmt.Errorf("%w: %s given twice", ErrInvalidSLO, key)
+			return SLO{}, fmt.Errorf("%w: SLO key %s given twice", ErrInvalid, key)
 		}
 		seen[key] = true
 		d, err := time.ParseDuration(val)
 		if err != nil {
-			return SLO{}, fmt.Errorf("%w: %s: %w", ErrInvalidSLO, key, err)
+			return SLO{}, fmt.Errorf("%w: SLO %s: %w", ErrInvalid, key, err)
 		}
 		switch key {
 		case "ttft":
@@ -256,7 +220,7 @@ func ParseSLO(text string) (SLO, error) {
 		case "e2el":
 			s.E2EL = d
 		default:
-			return SLO{}, fmt.Errorf("%w: unknown key %q (want ttft, ttfo, tpot, itl or e2el)", ErrInvalidSLO, key)
+			return SLO{}, fmt.Errorf("%w: unknown SLO key %q (want ttft, ttfo, tpot, itl or e2el)", ErrInvalid, key)
 		}
 	}
 	if err := s.Validate(); err != nil {
@@ -278,21 +242,17 @@ type Objective struct {
 	Limit time.Duration `json:"limit_ns"`
 }
 
-// ErrInvalidObjective is returned (wrapped) by Objective.Validate and
-// ParseObjective.
-var ErrInvalidObjective = errors.New("llmmetrics: invalid objective")
-
-// Validate returns an error wrapping ErrInvalidObjective when the latency is
+// Validate returns an error wrapping ErrInvalid when the latency is
 // unknown, the percentile is NaN or outside [0, 100], or the limit is
 // negative.
 func (o Objective) Validate() error {
 	switch {
 	case !o.Latency.valid():
-		return fmt.Errorf("%w: unknown latency %d", ErrInvalidObjective, uint8(o.Latency))
+		return fmt.Errorf("%w: objective with unknown latency %d", ErrInvalid, uint8(o.Latency))
 	case !stats.ValidPercent(o.Percentile):
-		return fmt.Errorf("%w: percentile %v outside [0, 100]", ErrInvalidObjective, o.Percentile)
+		return fmt.Errorf("%w: objective percentile %v outside [0, 100]", ErrInvalid, o.Percentile)
 	case o.Limit < 0:
-		return fmt.Errorf("%w: negative limit %v", ErrInvalidObjective, o.Limit)
+		return fmt.Errorf("%w: negative objective limit %v", ErrInvalid, o.Limit)
 	}
 	return nil
 }
@@ -304,11 +264,11 @@ func (o Objective) String() string {
 
 // ParseObjective parses "p95 ttft<=200ms" (also "p99.9 E2EL <= 5s" and "≤";
 // the latency is read case-insensitively). It returns an error wrapping
-// ErrInvalidObjective for any other form.
+// ErrInvalid for any other form.
 func ParseObjective(text string) (Objective, error) {
 	t := strings.TrimSpace(text)
 	bad := func(why string) (Objective, error) {
-		return Objective{}, fmt.Errorf("%w: %q: %s", ErrInvalidObjective, text, why)
+		return Objective{}, fmt.Errorf("%w: objective %q: %s", ErrInvalid, text, why)
 	}
 	if len(t) < 2 || (t[0] != 'p' && t[0] != 'P') {
 		return bad(`want "p95 ttft<=200ms"`)

@@ -17,29 +17,29 @@ func TestSLOCheck(t *testing.T) {
 		name string
 		slo  SLO
 		r    Record
-		want SLOCheck
+		want sloCheck
 	}{
-		{"zero SLO, OK request", SLO{}, okRecord(0, 900, []float64{900}, 2), SLOCheck{true, true, true, true, true, true}},
-		{"failed request is never good", SLO{}, endedRecord(0, 10, OutcomeError), SLOCheck{false, true, true, true, true, true}},
-		{"canceled request is never good", SLO{}, endedRecord(0, 10, OutcomeCanceled), SLOCheck{false, true, true, true, true, true}},
-		{"no token fails TTFT", SLO{TTFT: time.Second}, noToken, SLOCheck{true, false, true, true, true, true}},
-		{"no token, E2EL from End", SLO{E2EL: msDur(50)}, noToken, SLOCheck{true, true, true, true, true, true}},
-		{"N = 1 meets any TPOT", SLO{TPOT: 1}, okRecord(0, 10, nil, 1), SLOCheck{true, true, true, true, true, true}},
-		{"one chunk has no gap", SLO{ITL: 1}, okRecord(0, 10, nil, 30), SLOCheck{true, true, true, true, true, true}},
-		{"stutter: one long gap", SLO{ITL: msDur(100)}, okRecord(0, 10, []float64{20, 150, 20}, 4), SLOCheck{true, true, true, true, false, true}},
+		{"zero SLO, OK request", SLO{}, okRecord(0, 900, []float64{900}, 2), sloCheck{true, true, true, true, true, true}},
+		{"failed request is never good", SLO{}, endedRecord(0, 10, OutcomeError), sloCheck{false, true, true, true, true, true}},
+		{"canceled request is never good", SLO{}, endedRecord(0, 10, OutcomeCanceled), sloCheck{false, true, true, true, true, true}},
+		{"no token fails TTFT", SLO{TTFT: time.Second}, noToken, sloCheck{true, false, true, true, true, true}},
+		{"no token, E2EL from End", SLO{E2EL: msDur(50)}, noToken, sloCheck{true, true, true, true, true, true}},
+		{"N = 1 meets any TPOT", SLO{TPOT: 1}, okRecord(0, 10, nil, 1), sloCheck{true, true, true, true, true, true}},
+		{"one chunk has no gap", SLO{ITL: 1}, okRecord(0, 10, nil, 30), sloCheck{true, true, true, true, true, true}},
+		{"stutter: one long gap", SLO{ITL: msDur(100)}, okRecord(0, 10, []float64{20, 150, 20}, 4), sloCheck{true, true, true, true, false, true}},
 		{"MaxITL without a list", SLO{ITL: msDur(100)}, func() Record { r := okRecord(0, 10, nil, 4); r.MaxITL = msDur(101); return r }(),
-			SLOCheck{true, true, true, true, false, true}},
-		{"TPOT over", SLO{TPOT: msDur(20)}, okRecord(0, 10, []float64{30, 30}, 3), SLOCheck{true, true, true, false, true, true}},
-		{"negative limit ignored", SLO{TTFT: -1}, okRecord(0, 10, nil, 1), SLOCheck{true, true, true, true, true, true}},
+			sloCheck{true, true, true, true, false, true}},
+		{"TPOT over", SLO{TPOT: msDur(20)}, okRecord(0, 10, []float64{30, 30}, 3), sloCheck{true, true, true, false, true, true}},
+		{"negative limit ignored", SLO{TTFT: -1}, okRecord(0, 10, nil, 1), sloCheck{true, true, true, true, true, true}},
 		// TTFO: the first answer token at 10 ms + 890 ms of reasoning = 900 ms.
-		{"TTFO met at the limit", SLO{TTFO: msDur(900)}, withOutput(okRecord(0, 10, nil, 1), 900), SLOCheck{true, true, true, true, true, true}},
-		{"TTFO over by 1 ms", SLO{TTFO: msDur(899)}, withOutput(okRecord(0, 10, nil, 1), 900), SLOCheck{true, true, false, true, true, true}},
-		{"no answer token fails TTFO", SLO{TTFO: time.Hour}, okRecord(0, 10, nil, 1), SLOCheck{true, true, false, true, true, true}},
-		{"TTFT met, TTFO missed: reasoning", SLO{TTFT: msDur(10), TTFO: msDur(500)}, withOutput(okRecord(0, 10, nil, 1), 900), SLOCheck{true, true, false, true, true, true}},
+		{"TTFO met at the limit", SLO{TTFO: msDur(900)}, withOutput(okRecord(0, 10, nil, 1), 900), sloCheck{true, true, true, true, true, true}},
+		{"TTFO over by 1 ms", SLO{TTFO: msDur(899)}, withOutput(okRecord(0, 10, nil, 1), 900), sloCheck{true, true, false, true, true, true}},
+		{"no answer token fails TTFO", SLO{TTFO: time.Hour}, okRecord(0, 10, nil, 1), sloCheck{true, true, false, true, true, true}},
+		{"TTFT met, TTFO missed: reasoning", SLO{TTFT: msDur(10), TTFO: msDur(500)}, withOutput(okRecord(0, 10, nil, 1), 900), sloCheck{true, true, false, true, true, true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.slo.Check(tt.r)
+			got := tt.slo.checkRecord(tt.r)
 			assert.Equal(t, tt.want, got)
 		})
 	}
@@ -53,8 +53,8 @@ func TestSLOValidate(t *testing.T) {
 	}
 	for _, s := range []SLO{{TTFT: -1}, {TPOT: -1}, {ITL: -time.Second}, {E2EL: -1}} {
 		err := s.Validate()
-		require.ErrorIs(t, err, ErrInvalidSLO)
-		assert.Regexp(t, `^llmmetrics: invalid SLO: negative (ttft|tpot|itl|e2el) limit`, err.Error())
+		require.ErrorIs(t, err, ErrInvalid)
+		assert.Regexp(t, `^llmmetrics: invalid argument: negative SLO (ttft|tpot|itl|e2el) limit`, err.Error())
 	}
 }
 
@@ -70,9 +70,9 @@ func TestParseSLO(t *testing.T) {
 		{"  ", SLO{}, ""},
 		{"ttft=0s", SLO{}, ""},
 		{"ttft=200", SLO{}, "ttft: time: missing unit"},
-		{"ttft=-1s", SLO{}, "negative ttft limit"},
+		{"ttft=-1s", SLO{}, "negative SLO ttft limit"},
 		{"ttft=1s,ttft=2s", SLO{}, "ttft given twice"},
-		{"p99=1s", SLO{}, `unknown key "p99"`},
+		{"p99=1s", SLO{}, `unknown SLO key "p99"`},
 		{"ttft", SLO{}, `"ttft" is not key=duration`},
 		{"ttft=1s,", SLO{}, `"" is not key=duration`},
 	}
@@ -80,7 +80,7 @@ func TestParseSLO(t *testing.T) {
 		t.Run(tt.in, func(t *testing.T) {
 			got, err := ParseSLO(tt.in)
 			if tt.wantErr != "" {
-				require.ErrorIs(t, err, ErrInvalidSLO)
+				require.ErrorIs(t, err, ErrInvalid)
 				assert.Contains(t, err.Error(), tt.wantErr)
 				assert.Equal(t, SLO{}, got)
 				return
@@ -139,7 +139,7 @@ func TestObjective(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, res.Found, "empty distribution")
 	_, err = Objective{Latency: LatencyTTFT, Percentile: 101}.Check(empty)
-	assert.ErrorIs(t, err, ErrInvalidObjective, "an invalid objective is an error")
+	assert.ErrorIs(t, err, ErrInvalid, "an invalid objective is an error")
 	assert.Equal(t, "p99.9 e2el<=5s", Objective{Latency: LatencyE2EL, Percentile: 99.9, Limit: 5 * time.Second}.String())
 }
 
@@ -148,7 +148,7 @@ func TestParseObjectiveErrors(t *testing.T) {
 		"p95 ttft<=fast", "p101 ttft<=1s", "p95 ttft<=-1s", "pNaN ttft<=1s"} {
 		t.Run(in, func(t *testing.T) {
 			_, err := ParseObjective(in)
-			require.ErrorIs(t, err, ErrInvalidObjective)
+			require.ErrorIs(t, err, ErrInvalid)
 			assert.Regexp(t, "^llmmetrics: ", err.Error())
 		})
 	}
@@ -164,14 +164,14 @@ func TestLatencyText(t *testing.T) {
 		assert.Equal(t, l, back)
 	}
 	_, err := Latency(6).MarshalText()
-	assert.ErrorIs(t, err, ErrInvalidText)
+	assert.ErrorIs(t, err, ErrInvalid)
 	assert.Equal(t, "Latency(6)", Latency(6).String())
 	assert.Equal(t, "ttfo", LatencyTTFO.String())
 	assert.Equal(t, "generation", LatencyGeneration.String())
 	var l Latency
 	err = l.UnmarshalText([]byte("latency"))
-	assert.ErrorIs(t, err, ErrInvalidText)
-	assert.ErrorContains(t, err, `llmmetrics: invalid text: unknown latency "latency"`)
+	assert.ErrorIs(t, err, ErrInvalid)
+	assert.ErrorContains(t, err, `llmmetrics: invalid argument: unknown latency "latency"`)
 }
 
 // withOutput returns r with its first answer token outMS after its Start.
@@ -186,7 +186,7 @@ func TestParseSLOTTFO(t *testing.T) {
 	assert.Equal(t, SLO{TTFT: 200 * time.Millisecond, TTFO: 2 * time.Second}, s)
 	assert.Equal(t, "ttft=200ms,ttfo=2s", s.String())
 	_, err = ParseSLO("ttfo=-1s")
-	assert.ErrorIs(t, err, ErrInvalidSLO)
+	assert.ErrorIs(t, err, ErrInvalid)
 }
 
 func TestObjectiveNewLatencies(t *testing.T) {

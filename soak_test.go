@@ -113,7 +113,7 @@ func TestSoak(t *testing.T) {
 				}
 				t.Logf("outcomes %v; server %+v", byOutcome, st)
 				require.Equal(t, n, st.Requests, "the server saw every request")
-				names := llmmetrics.RoleClient.MetricNames()
+				names := llmmetrics.ClientMetricNames()
 				assert.Equal(t, float64(n), m.Value(names.Requests), "every request counted once")
 				for _, o := range []llmmetrics.Outcome{llmmetrics.OutcomeOK, llmmetrics.OutcomeError, llmmetrics.OutcomeCanceled} {
 					assert.Equal(t, float64(byOutcome[o.String()]), m.Value(names.Requests, llmmetrics.OutcomeKey.String(o.String())), "requests %s", o)

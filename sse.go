@@ -124,31 +124,13 @@ type interpretFunc func(event, data []byte) (Frame, error)
 func (f interpretFunc) interpret(event, data []byte) (Frame, error) { return f(event, data) }
 func (interpretFunc) release()                                      {}
 
-// NewSSEDecoder returns a Decoder for one stream of server-sent events whose
-// events are interpreted by interpret: the pluggable decoder for a protocol
-// that is not built in, as bufio.SplitFunc is for bufio.Scanner.
-//
-// interpret is called once per complete event, in order, with the event's
-// name (the "event" field; empty when the event has none) and its data (the
-// "data" lines joined with "\n"). Both slices are valid only during the call
-// and must not be modified or retained. An event with no data line is not
-// dispatched (as in the SSE specification), and comment lines (":"
-// keep-alives), "id" and "retry" fields are not frames. Lines may end with
-// CRLF, LF or CR, a UTF-8 BOM at the start is skipped, and frames may be
-// split across Decode calls at any byte: the frames emitted do not depend on
-// how the stream is cut.
-//
-// The Frame interpret returns is emitted as is. When it cannot understand an
-// event, interpret returns a non-nil error with the Frame to emit (usually
-// the zero Frame): the error is the stream's malformed frame. The decoder
-// wraps it in ErrMalformedFrame unless it already wraps it, reports it
-// through otel.Handle, keeps the first one for Err, and goes on with the next
-// event. A frame the stream itself marks as an error (an error event of the
-// protocol) is not malformed: report it in Frame.Err with a nil error. The
-// decoder does not recover a panic of interpret. A nil interpret reports
-// every event as a zero Frame.
-//
-// The options are WithMaxFrameBytes.
+// NewSSEDecoder returns a Decoder for a stream of server-sent events in a
+// protocol that is not built in: interpret is called once per complete
+// event, in order, with its name and its data lines joined by "\n" (both
+// valid only during the call). The Frame it returns is emitted; a non-nil
+// error marks the event malformed (ErrMalformedFrame) and decoding goes on.
+// The framing rules are in docs/decoders.md. A nil interpret reports each
+// event as a zero Frame.
 func NewSSEDecoder(interpret func(event, data []byte) (Frame, error), opts ...DecoderOption) Decoder {
 	if interpret == nil {
 		interpret = func(event, data []byte) (Frame, error) { return Frame{}, nil }

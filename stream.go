@@ -11,31 +11,19 @@ import (
 	"time"
 )
 
-// ErrStopped is the error a stream adapter ends a request with when the
+// errStopped is the error a stream adapter ends a request with when the
 // consumer stopped early: a Close before EOF, or a break out of a range
-// loop. It wraps context.Canceled (errors.Is(ErrStopped, context.Canceled)
+// loop. It wraps context.Canceled (errors.Is(errStopped, context.Canceled)
 // holds), so the outcome is OutcomeCanceled and error.type is "canceled".
-var ErrStopped = fmt.Errorf("llmmetrics: consumer stopped before the end of the stream: %w", context.Canceled)
+var errStopped = fmt.Errorf("llmmetrics: consumer stopped before the end of the stream: %w", context.Canceled)
 
 // NewReader wraps body (typically an HTTP response body) so that reading it
-// measures req. The caller reads exactly the bytes and errors body returns,
-// with no buffering and no added delay; on the side, each byte read goes
-// to dec, and each frame dec completes is applied to req at once (Chunk or
-// ReasoningChunk, SetUsage, SetReasoningTokens; the clock is read once per
-// Read).
-//
-// When body implements ArrivalTimer, a Read's chunks are timed by its
-// ArrivalTime (when the bytes arrived, not when they were read), and by
-// the clock when it returns the zero time.
-//
-// The request ends exactly once: at io.EOF (OutcomeOK, or OutcomeError
-// with an error the stream reported); on another read error (OutcomeError);
-// at Close or when req's context is done (OutcomeCanceled, unless the
-// protocol's end marker, such as [DONE], or a stream error came first: then
-// as at EOF). Close ends the request, then closes body if it is an
-// io.Closer; Read and Close may be called from different goroutines, as
-// http.Response.Body allows. A nil dec finds no frames; a nil body reads as
-// an error. See docs/http.md.
+// measures req: the caller reads exactly body's bytes and errors, unbuffered,
+// while each byte goes to dec and each frame is applied to req at once.
+// The request ends exactly once: at EOF (OK, or an error the stream
+// reported), on a read error, or at Close or when req's context is done
+// (canceled, unless the protocol's end marker came first). Close then
+// closes body. Read and Close may be called from different goroutines.
 func NewReader(req *Request, body io.Reader, dec Decoder) io.ReadCloser {
 	if body == nil {
 		body = errReader{errNoBody}
@@ -134,15 +122,9 @@ func (r *reader) apply(f Frame) {
 }
 
 // ArrivalTimer is implemented by a response body that knows when the bytes
-// of its latest Read arrived, such as the time the kernel received them on
-// the socket (SO_TIMESTAMPNS on Linux). NewReader, and so NewTransport and
-// Middleware, time a Read's chunks by ArrivalTime when the body implements
-// it: the time a chunk reached the machine, free of the delay before the
-// client read it. A zero time means "not known": the chunks of that Read
-// are timed by the Tracker's clock. The time should be on the clock of the
-// request's Start (time.Now, with its monotonic reading), since TTFT and ITL
-// subtract them; ArrivalTime is called on the reading goroutine, at most
-// once per Read.
+// of its latest Read arrived (the kernel's receive timestamp, say): NewReader
+// times that Read's chunks by ArrivalTime, on the clock of the request's
+// Start, rather than when they were read. A zero time means "not known".
 type ArrivalTimer interface {
 	ArrivalTime() time.Time
 }
@@ -161,7 +143,7 @@ func (r *reader) chunkTime() time.Time {
 // noteFrame applies to req what f tells besides its tokens and its end
 // marker, as NewReader and NewHandler do: the usage (SetUsage,
 // SetReasoningTokens and SetCachedInputTokens: the last usage wins, a
-// cached count of 0 included), else the prompt size (SetInputTokens, and
+// cached count of 0 included), else the prompt size (setInputTokens, and
 // its cached counts when it has some); the stream's first error is kept in
 // *streamErr. It reports whether f held the stream's first error.
 func noteFrame(req *Request, f Frame, streamErr *error) (first bool) {
@@ -170,7 +152,7 @@ func noteFrame(req *Request, f Frame, streamErr *error) (first bool) {
 		req.SetReasoningTokens(f.ReasoningTokens)
 		req.SetCachedInputTokens(f.CachedInputTokens, f.CacheWriteInputTokens)
 	} else if f.HasInput {
-		req.SetInputTokens(f.InputTokens)
+		req.setInputTokens(f.InputTokens)
 		if f.CachedInputTokens > 0 || f.CacheWriteInputTokens > 0 {
 			req.SetCachedInputTokens(f.CachedInputTokens, f.CacheWriteInputTokens)
 		}
@@ -215,7 +197,7 @@ func (r *reader) Close() error {
 		// caller giving up.
 		r.end(*err)
 	default:
-		r.end(ErrStopped)
+		r.end(errStopped)
 	}
 	if c, ok := r.body.(io.Closer); ok {
 		return c.Close()
@@ -223,19 +205,11 @@ func (r *reader) Close() error {
 	return nil
 }
 
-// WrapChan measures req from a channel of stream items: each item received
-// from in is a chunk carrying count(item) answer tokens (nil count: 1 token
-// per item; Request.Chunk, so the first item marks FirstOutput too), passed
-// on unchanged to the returned channel. For a stream that mixes reasoning
-// and answer items, call ReasoningChunk and Chunk yourself.
-//
-// A goroutine forwards the items. It ends the request and closes the
-// returned channel when in is closed (OutcomeOK, unless the producer already
-// ended req with an error: End is idempotent) or when req's context is done
-// (OutcomeCanceled, even while it waits for the consumer). It never outlives
-// both: the consumer must either drain the returned channel or cancel the
-// context. After a cancel, items still in in are not drained (the producer
-// should watch the same context).
+// WrapChan measures req from a channel of stream items: each item is a chunk
+// of count(item) answer tokens (nil count: 1), passed on unchanged. A
+// goroutine forwards the items and ends the request and the returned channel
+// when in is closed or req's context is done: the consumer must drain the
+// channel or cancel the context.
 func WrapChan[T any](req *Request, in <-chan T, count func(T) int) <-chan T {
 	out := make(chan T)
 	ctx := req.ctx
@@ -273,15 +247,13 @@ func countOf[T any](count func(T) int, v T) int {
 }
 
 // WrapSeq measures req from an iterator of stream items: each item is a
-// chunk carrying count(item) answer tokens (nil count: 1 per item; as
-// WrapChan, Request.Chunk), yielded unchanged. The request ends when the iteration does: OutcomeOK when seq
-// is exhausted; OutcomeCanceled (ErrStopped) when the consumer breaks out
-// of the loop or panics; OutcomeCanceled when req's context is done (checked
-// before each item is yielded). The returned iterator is single-use, like
-// the request it measures.
+// chunk of count(item) answer tokens (nil count: 1), yielded unchanged. The
+// request ends with the iteration: OK when seq is exhausted, canceled when
+// the consumer stops early or req's context is done. The returned iterator
+// is single-use, like the request it measures.
 func WrapSeq[T any](req *Request, seq iter.Seq[T], count func(T) int) iter.Seq[T] {
 	return func(yield func(T) bool) {
-		var endErr error = ErrStopped
+		var endErr error = errStopped
 		defer func() { req.End(endErr) }()
 		for v := range seq {
 			if err := req.ctx.Err(); err != nil {
@@ -303,7 +275,7 @@ func WrapSeq[T any](req *Request, seq iter.Seq[T], count func(T) int) iter.Seq[T
 // its item carries no tokens.
 func WrapSeq2[T any](req *Request, seq iter.Seq2[T, error], count func(T) int) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
-		var endErr error = ErrStopped
+		var endErr error = errStopped
 		defer func() { req.End(endErr) }()
 		for v, err := range seq {
 			if err != nil {

@@ -547,7 +547,7 @@ func TestReaderFixtures(t *testing.T) {
 			reported := errs()
 			if fx.lowUsage {
 				require.Len(t, reported, reads, "one report per request")
-				assert.ErrorIs(t, reported[0], ErrUsageBelowChunks)
+				assert.ErrorIs(t, reported[0], errUsageBelowChunks)
 				assert.Equal(t, fmt.Sprintf("llmmetrics: reported output tokens below the token-carrying chunks: usage says %d, %d chunks arrived; N is %d",
 					fx.want.Out, fx.want.TokenFrames, fx.n), reported[0].Error())
 			} else {

@@ -11,26 +11,11 @@ import (
 )
 
 // A Summarizer computes the Summary of records added one at a time, for
-// runs too large to hold as Records (a million requests read from a
-// benchmark tool's results) or that never end (every request a service
-// served). It keeps only the numbers exact percentiles need: per request,
-// 8 bytes for each of TTFT, TTFO, TPOT, E2EL and GenerationTime it has and
-// 16 for its concurrency events, and 8 bytes per ITL gap, in blocks that
-// are never copied as they grow. A Record's ITL slice is copied, not
-// kept: the caller may reuse it once Add returns.
-//
-// Summary gives exactly what Summarize gives for the records added so far,
-// in the order they were added (the float sums depend on the order), with
-// one exception: when the records mix times with and without a monotonic
-// clock reading (Records decoded from JSON added alongside a Tracker's),
-// or lie more than 68 years apart, the records that cannot share the
-// first record's time base have their concurrency events placed by their
-// wall-clock times, so PeakConcurrency can differ from Summarize's if the
-// wall clock was stepped during the run. Every other figure, the run
-// duration included, is exact in every case.
-//
-// A Summarizer is safe for concurrent use; records added concurrently are
-// summarized in the order Add took them.
+// runs too large to hold as Records: it keeps only the numbers exact
+// percentiles need (about 8 bytes per latency value and ITL gap). Its
+// Summary is exactly Summarize's over the records added so far, in order
+// (docs/definitions.md states one exception for mixed clocks). It is safe
+// for concurrent use.
 type Summarizer struct {
 	mu   sync.Mutex
 	opts SummaryOptions // Percentiles cleaned and owned
@@ -47,22 +32,20 @@ type Summarizer struct {
 	haveStart, haveEnd bool
 }
 
-// NewSummarizer returns a Summarizer that summarizes with opts (see
-// SummaryOptions; SetDuration changes the duration later). Unlike
-// Summarize, which ignores them, it rejects a negative SLO limit
-// (wrapping ErrInvalidSLO), a percentile that is NaN or outside [0, 100]
-// (ErrInvalidPercentile) and a negative Duration (ErrInvalidOption).
+// NewSummarizer returns a Summarizer that summarizes with opts. Unlike
+// Summarize it rejects invalid options: a negative SLO limit or Duration or
+// a percentile outside [0, 100] (an error wrapping ErrInvalid).
 func NewSummarizer(opts SummaryOptions) (*Summarizer, error) {
 	if err := opts.SLO.Validate(); err != nil {
 		return nil, err
 	}
 	for _, p := range opts.Percentiles {
 		if !stats.ValidPercent(p) {
-			return nil, fmt.Errorf("%w: %v is outside [0, 100]", ErrInvalidPercentile, p)
+			return nil, fmt.Errorf("%w: percentile %v is outside [0, 100]", ErrInvalid, p)
 		}
 	}
 	if opts.Duration < 0 {
-		return nil, fmt.Errorf("%w: negative summary duration %v", ErrInvalidOption, opts.Duration)
+		return nil, fmt.Errorf("%w: negative summary duration %v", ErrInvalid, opts.Duration)
 	}
 	if opts.Percentiles != nil {
 		opts.Percentiles = slices.Clone(opts.Percentiles) // the caller may reuse theirs
@@ -73,18 +56,15 @@ func NewSummarizer(opts SummaryOptions) (*Summarizer, error) {
 	return &Summarizer{opts: opts}, nil
 }
 
-// SetDuration sets the run duration that rates are divided by, as
-// SummaryOptions.Duration does: for a run whose wall-clock duration is
-// known only when it ends. Zero or negative means max(End) − min(Start)
-// over the records.
+// SetDuration sets SummaryOptions.Duration, for a run whose duration is
+// known only when it ends.
 func (z *Summarizer) SetDuration(d time.Duration) {
 	z.mu.Lock()
 	z.opts.Duration = d
 	z.mu.Unlock()
 }
 
-// Add adds r to the run. It copies what it keeps (r.ITL included) and
-// never fails: malformed records count as Summarize counts them.
+// Add adds r to the run, copying what it keeps (r.ITL included).
 func (z *Summarizer) Add(r Record) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
@@ -126,11 +106,8 @@ func (z *Summarizer) offset(t time.Time) int64 {
 	return int64(min(max(d, -timebase.Limit+1), timebase.Limit-1))
 }
 
-// Summary returns the Summary of the records added so far (see
-// Summarize). It does not change the Summarizer: more records can be
-// added and Summary called again. While it runs it needs two buffers as
-// large as its largest sample set, the concurrency events: 32 bytes per
-// record (pooled between calls).
+// Summary returns the Summary of the records added so far; more can be
+// added after.
 func (z *Summarizer) Summary() Summary {
 	z.mu.Lock()
 	defer z.mu.Unlock()

@@ -204,11 +204,11 @@ func TestNewSummarizerRejects(t *testing.T) {
 		opts SummaryOptions
 		want error
 	}{
-		{"negative SLO limit", SummaryOptions{SLO: SLO{TPOT: -time.Millisecond}}, ErrInvalidSLO},
-		{"NaN percentile", SummaryOptions{Percentiles: []float64{50, math.NaN()}}, ErrInvalidPercentile},
-		{"percentile above 100", SummaryOptions{Percentiles: []float64{101}}, ErrInvalidPercentile},
-		{"negative percentile", SummaryOptions{Percentiles: []float64{-1}}, ErrInvalidPercentile},
-		{"negative duration", SummaryOptions{Duration: -time.Second}, ErrInvalidOption},
+		{"negative SLO limit", SummaryOptions{SLO: SLO{TPOT: -time.Millisecond}}, ErrInvalid},
+		{"NaN percentile", SummaryOptions{Percentiles: []float64{50, math.NaN()}}, ErrInvalid},
+		{"percentile above 100", SummaryOptions{Percentiles: []float64{101}}, ErrInvalid},
+		{"negative percentile", SummaryOptions{Percentiles: []float64{-1}}, ErrInvalid},
+		{"negative duration", SummaryOptions{Duration: -time.Second}, ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,136 +8,79 @@ import (
 	"github.com/llmmetrics/llmmetrics/internal/timebase"
 )
 
-// SummaryOptions configures Summarize. The zero value is ready to use: the
-// run duration is taken from the records, the default percentiles are
-// reported and no SLO is set (every OK request is good).
+// SummaryOptions configures Summarize. The zero value is ready to use.
 type SummaryOptions struct {
-	// Duration is the run duration that rates are divided by. Zero (or
-	// negative) means max(End) − min(Start) over the records; pass the
-	// wall-clock duration of the benchmark to match `vllm bench serve`
-	// exactly.
+	// Duration is the run duration rates are divided by; zero or negative
+	// means max(End) − min(Start) over the records. Pass the benchmark's
+	// wall-clock duration to match `vllm bench serve` exactly.
 	Duration time.Duration
 	// Percentiles lists the percentiles (in percent, 0–100) each
-	// Distribution reports, in this order. nil means the default
-	// 50, 90, 95, 99; an empty non-nil slice means none. NaN values and
-	// values outside [0, 100] are ignored.
+	// Distribution reports, in order. nil means 50, 90, 95, 99; an empty
+	// non-nil slice means none; NaN and out-of-range values are ignored.
 	Percentiles []float64
-	// SLO decides which requests are good (see SLO). The zero SLO has no
-	// limits. Negative limits are treated as unset (call SLO.Validate
-	// first to reject them).
+	// SLO decides which requests are good. Negative limits count as unset
+	// (SLO.Validate rejects them).
 	SLO SLO
 }
 
 // defaultPercentiles is what SummaryOptions.Percentiles = nil reports.
 var defaultPercentiles = []float64{50, 90, 95, 99}
 
-// Summary is the aggregate of a set of Records over a run: counts, token
-// totals, throughput, the latency distributions (the four of vLLM, and
-// TTFO), concurrency and goodput. Summarize fills it; the formulas are those of `vllm bench serve`
-// (see Summarize). Rates are per second; durations are rounded to the
-// nanosecond.
-//
-// Summary is JSON-encodable with stable snake_case names; durations are
-// integer nanoseconds in fields ending in _ns. It is a plain value.
+// Summary is the aggregate of a set of Records over a run, as Summarize
+// computes it. Token totals and latency distributions count completed (OK)
+// requests only. Rates are per second; durations are rounded to the
+// nanosecond. JSON names are stable snake_case, durations integer
+// nanoseconds in fields ending in _ns.
 type Summary struct {
-	// Requests is the number of records summarized, whatever their outcome.
-	Requests int `json:"requests"`
-	// Completed counts requests with OutcomeOK.
+	// Requests counts every record; Completed those with OutcomeOK, Failed
+	// those with OutcomeError (or an invalid Outcome) and Canceled those with
+	// OutcomeCanceled (which vLLM would count as failed).
+	Requests  int `json:"requests"`
 	Completed int `json:"completed"`
-	// Failed counts requests with OutcomeError (or an invalid Outcome).
-	Failed int `json:"failed"`
-	// Canceled counts requests with OutcomeCanceled. vLLM has no such
-	// state and would count them as failed; they are neither Completed
-	// nor Failed here.
-	Canceled int `json:"canceled"`
+	Failed    int `json:"failed"`
+	Canceled  int `json:"canceled"`
 	// Duration is the run duration rates were computed over.
 	Duration time.Duration `json:"duration_ns"`
-	// InputTokens is Σ InputTokens over completed requests.
-	InputTokens int `json:"input_tokens"`
-	// OutputTokens is Σ OutputTokens (N, reasoning included) over
-	// completed requests.
-	OutputTokens int `json:"output_tokens"`
-	// ReasoningTokens is Σ ReasoningTokens over completed requests: how
-	// many of the OutputTokens the servers reported as reasoning (requests
-	// whose server does not say add 0).
-	ReasoningTokens int `json:"reasoning_tokens"`
-	// CachedInputTokens is Σ Record.CachedInputTokens over completed
-	// requests: how many of the InputTokens the providers read from their
-	// prompt cache.
-	CachedInputTokens int `json:"cached_input_tokens"`
-	// CacheWriteInputTokens is Σ Record.CacheWriteInputTokens over
-	// completed requests: how many of the InputTokens were written to the
-	// prompt cache.
+	// Token totals over completed requests (the Record fields of the same
+	// names); OutputTokens includes the reasoning tokens.
+	InputTokens           int `json:"input_tokens"`
+	OutputTokens          int `json:"output_tokens"`
+	ReasoningTokens       int `json:"reasoning_tokens"`
+	CachedInputTokens     int `json:"cached_input_tokens"`
 	CacheWriteInputTokens int `json:"cache_write_input_tokens"`
-	// PrefixCacheHitRate is CachedInputTokens / InputTokens, in [0, 1]
-	// (0 when no input was reported): the share of prompt tokens served
-	// from the prefix cache, the main lever on TTFT.
+	// PrefixCacheHitRate is CachedInputTokens / InputTokens, in [0, 1] (0
+	// when no input was reported).
 	PrefixCacheHitRate float64 `json:"prefix_cache_hit_rate"`
 	// TokensSaturated reports that a token total (or Goodput.GoodTokens)
-	// would have exceeded math.MaxInt and was held at math.MaxInt: absurd
-	// usage counts from a server, never a real run. Rates computed from a
-	// saturated total are as large as the total allows, never negative.
+	// would have exceeded math.MaxInt and was held there: absurd usage
+	// counts from a server, never a real run.
 	TokensSaturated bool `json:"tokens_saturated,omitempty"`
-	// RequestThroughput is Completed / Duration, in requests per second
-	// (0 when Duration is 0).
-	RequestThroughput float64 `json:"request_throughput"`
-	// OutputThroughput is OutputTokens / Duration, in tokens per second.
-	OutputThroughput float64 `json:"output_throughput"`
-	// TotalTokenThroughput is (InputTokens + OutputTokens) / Duration, in
-	// tokens per second.
+	// RequestThroughput is Completed / Duration; OutputThroughput is
+	// OutputTokens / Duration; TotalTokenThroughput is (InputTokens +
+	// OutputTokens) / Duration. All are 0 when Duration is 0.
+	RequestThroughput    float64 `json:"request_throughput"`
+	OutputThroughput     float64 `json:"output_throughput"`
 	TotalTokenThroughput float64 `json:"total_token_throughput"`
-	// TTFT is the distribution of time to first token over completed
-	// requests that received a token.
-	TTFT Distribution `json:"ttft"`
-	// TTFO is the distribution of time to first output token (the first
-	// answer token, after any reasoning; Record.TTFO) over completed
-	// requests that received an answer token. It has no vLLM counterpart;
-	// without reasoning it equals TTFT.
-	TTFO Distribution `json:"ttfo"`
-	// TPOT is the distribution of time per output token over completed
-	// requests with N > 1 (one value per request, so TPOT.Mean is the
-	// request-weighted mean).
-	TPOT Distribution `json:"tpot"`
-	// ITL is the distribution of every gap between token-carrying chunks
-	// of every completed request (records whose ITL list was not kept
-	// contribute none).
-	ITL Distribution `json:"itl"`
-	// E2EL is the distribution of end-to-end latency over completed
-	// requests.
-	E2EL Distribution `json:"e2el"`
-	// GenerationTime is the distribution of token generation time
-	// (Record.GenerationTime: LastToken − FirstToken, 0 for one chunk) over
-	// completed requests that received a token. For each request
-	// E2EL = TTFT + GenerationTime.
+	// The latency distributions over completed requests: TTFT and
+	// GenerationTime of those with a token, TTFO of those with an answer
+	// token, TPOT of those with N > 1 (one value per request, so TPOT.Mean is
+	// the request-weighted mean), every ITL gap kept, and E2EL.
+	TTFT           Distribution `json:"ttft"`
+	TTFO           Distribution `json:"ttfo"`
+	TPOT           Distribution `json:"tpot"`
+	ITL            Distribution `json:"itl"`
+	E2EL           Distribution `json:"e2el"`
 	GenerationTime Distribution `json:"generation_time"`
-	// RequestWeightedTPOT is the mean over requests of TPOT, each
-	// request counting once whatever its length (= TPOT.Mean, vLLM's
-	// "Mean TPOT"; 0 when TPOT.Count is 0): what a typical user feels.
-	// It repeats TPOT.Mean so that the JSON holds both means side by side.
-	//
-	// The two means differ when long and short answers decode at
-	// different speeds. Take two requests: A generates 1,001 tokens in
-	// 10 s after its first token (TPOT 10 ms), B 11 tokens in 1 s (TPOT
-	// 100 ms). The request-weighted mean is (10 + 100) / 2 = 55 ms; the
-	// token-weighted mean is (10 s + 1 s) / (1,000 + 10) ≈ 10.9 ms.
-	RequestWeightedTPOT time.Duration `json:"tpot_request_weighted_ns"`
 	// TokenWeightedTPOT is Σ(LastToken − FirstToken) / Σ(N − 1) over the
-	// same requests (0 when TPOT.Count is 0): the mean time per output
-	// token where each token counts once, so long answers weigh more. It
-	// is the server's decode speed, what mean ITL approximates when every
-	// chunk holds one token. See RequestWeightedTPOT for an example.
+	// requests of TPOT (0 when there are none): each token counts once.
 	TokenWeightedTPOT time.Duration `json:"tpot_token_weighted_ns"`
-	// PeakConcurrency is the largest number of requests in flight at once,
-	// over the half-open intervals [Start, End) of all records with an End
-	// after their Start, whatever their outcome.
-	PeakConcurrency int `json:"peak_concurrency"`
-	// MeanConcurrency is the mean number of requests in flight by Little's
-	// law: Σ(End − Start) / Duration over the same records (0 when
-	// Duration is 0).
+	// PeakConcurrency is the most requests in flight at once, over the
+	// intervals [Start, End) of every record, whatever its outcome;
+	// MeanConcurrency is Σ(End − Start) / Duration (Little's law).
+	PeakConcurrency int     `json:"peak_concurrency"`
 	MeanConcurrency float64 `json:"mean_concurrency"`
 	// SLO is the SLO goodput was computed against.
-	SLO SLO `json:"slo"`
-	// Goodput says how many requests met the SLO and what that is worth.
+	SLO     SLO     `json:"slo"`
 	Goodput Goodput `json:"goodput"`
 }
 
@@ -161,35 +104,13 @@ func (s Summary) Distribution(l Latency) Distribution {
 	return Distribution{}
 }
 
-// Summarize aggregates records over a run. It is a pure function, safe for
-// concurrent use, and does not modify records.
-//
-// The rules, which match `vllm bench serve`'s calculate_metrics for the
-// same per-request data and duration (the package documentation's
-// Definitions section defines each figure):
-//
-//   - Only OK requests are Completed and enter the token totals and the
-//     latency distributions; failed and canceled requests count only in
-//     Requests, Failed/Canceled, the concurrency figures and as not good.
-//   - RequestThroughput = Completed / Duration; OutputThroughput = Σ N /
-//     Duration; TotalTokenThroughput = (Σ input + Σ N) / Duration.
-//   - TTFT: one value per OK request with a token. TTFO: one value per OK
-//     request with an answer token (FirstOutput set). TPOT: one value per OK
-//     request with N > 1 ((LastToken − FirstToken) / (N − 1), unrounded
-//     until the statistics are computed). ITL: every gap of every OK
-//     request. E2EL: one value per OK request.
-//   - Statistics: mean, median, population std, min, max and numpy-linear
-//     percentiles, each rounded to the nearest nanosecond. An empty sample
-//     set is reported with Count 0.
-//   - Goodput: see Goodput.
-//
-// Malformed input never panics: negative token counts count as 0, negative
-// durations (times out of order) as 0, and no field is NaN or Inf.
-//
-// Cost: O(n + g) time (n requests, g ITL gaps: one pass over the records,
-// two in-place passes over the gaps, a radix selection of each sample set
-// and a radix sort of the concurrency events), and O(1) allocations per
-// call (sample buffers are pooled).
+// Summarize aggregates records over a run with the formulas of `vllm bench
+// serve` (docs/definitions.md): only OK requests enter the token totals and
+// the latency distributions; the statistics are the mean, median,
+// population std, min, max and numpy-linear percentiles. Malformed input
+// never panics and gives no NaN. It takes O(n + g) time for n requests and
+// g ITL gaps, with O(1) allocations. It is safe for concurrent use and does
+// not modify records.
 func Summarize(records []Record, opts SummaryOptions) Summary {
 	ps := cleanPercentiles(opts.Percentiles)
 	n := len(records)
@@ -254,15 +175,21 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		duration, kEvents = slowRunBounds(records, kEvents[:0])
 	}
 	s := t.summary(opts, duration)
+	s.distributions(records, &k, kEvents, ps, t.nITL > 0)
+	return s
+}
 
-	// The distributions, through one shared scratch buffer.
-	scratch := stats.Buffer(2 * n) // ≥ every per-record sample set
+// distributions fills the latency distributions of s from the per-record
+// sample sets k, the ITL gaps of records (when hasITL) and the concurrency
+// events, through one shared scratch buffer.
+func (s *Summary) distributions(records []Record, k *[numSampleSets][]uint64, events []uint64, ps []float64, hasITL bool) {
+	scratch := stats.Buffer(2 * len(records)) // ≥ every per-record sample set
 	defer stats.Release(scratch)
 	for set := range k {
 		smp := stats.Of(k[set], *scratch, ps, sampleKinds[set])
 		s.setDistribution(sampleSet(set), distribution(&smp, ps))
 	}
-	if t.nITL > 0 {
+	if hasITL {
 		itl := stats.Gaps(len(records), func(i int) []time.Duration {
 			if records[i].Outcome != OutcomeOK {
 				return nil
@@ -271,8 +198,7 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		}, ps)
 		s.ITL = distribution(&itl, ps)
 	}
-	s.PeakConcurrency = peakConcurrency(kEvents, *scratch)
-	return s
+	s.PeakConcurrency = peakConcurrency(events, *scratch)
 }
 
 // The per-record sample sets, in the order Summarize keeps them.
@@ -291,8 +217,7 @@ const (
 // or (TPOT, unrounded) the bits of a float64.
 var sampleKinds = [numSampleSets]stats.Kind{stats.Int, stats.Int, stats.Float, stats.Int, stats.Int}
 
-// setDistribution stores the distribution of set in s (and, for TPOT,
-// the request-weighted mean).
+// setDistribution stores the distribution of set in s.
 func (s *Summary) setDistribution(set sampleSet, d Distribution) {
 	switch set {
 	case setTTFT:
@@ -301,7 +226,6 @@ func (s *Summary) setDistribution(set sampleSet, d Distribution) {
 		s.TTFO = d
 	case setTPOT:
 		s.TPOT = d
-		s.RequestWeightedTPOT = d.Mean // 0 when Count is 0
 	case setE2EL:
 		s.E2EL = d
 	case setGen:
@@ -373,7 +297,7 @@ func (t *tally) add(r *Record, m *recMetrics, slo *SLO) (rs recSamples) {
 		t.mITL += countIf(c.ITL)
 		t.mE2EL += countIf(c.E2EL)
 	}
-	if c.Met() {
+	if c.met() {
 		t.good++
 		t.goodTokens = addSat(t.goodTokens, out, &t.sat)
 	}

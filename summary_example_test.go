@@ -53,7 +53,7 @@ func ExampleParseSLO() {
 	fmt.Println(err)
 	// Output:
 	// 200ms 50ms 5s
-	// llmmetrics: invalid SLO: negative ttft limit -1s
+	// llmmetrics: invalid argument: negative SLO ttft limit -1s
 }
 
 func ExampleObjective_Check() {

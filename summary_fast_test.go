@@ -14,11 +14,11 @@ import (
 )
 
 // The tests in this file check Summarize's integer fast path (timeBase,
-// recMetrics.fast, eventKey) against the Record methods and SLO.Check it
+// recMetrics.fast, eventKey) against the Record methods and SLO.Met it
 // replaces, on ordinary and adversarial records.
 
 // summarizeRef is Summarize as it was before the fast path: every figure
-// comes from the Record methods, SLO.Check and time.Time arithmetic. It is
+// comes from the Record methods, SLO.Met and time.Time arithmetic. It is
 // the reference the fast path must match exactly.
 func summarizeRef(records []Record, opts SummaryOptions) Summary {
 	ps := cleanPercentiles(opts.Percentiles)
@@ -53,7 +53,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 		out := max(r.OutputTokens, 0)
 		allOut = addSat(allOut, out, &sat)
 
-		c := opts.SLO.Check(*r)
+		c := opts.SLO.checkRecord(*r)
 		if c.Completed {
 			mTTFT += countIf(c.TTFT)
 			mTTFO += countIf(c.TTFO)
@@ -61,7 +61,7 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 			mITL += countIf(c.ITL)
 			mE2EL += countIf(c.E2EL)
 		}
-		if c.Met() {
+		if c.met() {
 			s.Goodput.Good++
 			goodTokens = addSat(goodTokens, out, &sat)
 		}
@@ -173,9 +173,6 @@ func summarizeRef(records []Record, opts SummaryOptions) Summary {
 		}
 	}
 	s.TPOT = dist(k, stats.Float) // non-negative float64 bits order like the values
-	if s.TPOT.Count > 0 {
-		s.RequestWeightedTPOT = s.TPOT.Mean
-	}
 
 	k = (*keys)[:0]
 	for i := range records {
@@ -367,7 +364,7 @@ func TestSummarizeMatchesRecordMethods(t *testing.T) {
 }
 
 // TestRecMetricsFast checks each per-record figure of the fast path against
-// the Record methods (and so the SLO check on them against SLO.Check), and
+// the Record methods (and so the SLO check on them against SLO.Met), and
 // that the fast path is taken for ordinary records (so the comparison above
 // is not vacuous).
 func TestRecMetricsFast(t *testing.T) {
@@ -403,7 +400,7 @@ func TestRecMetricsFast(t *testing.T) {
 				fast++
 				got.start, got.end = 0, 0 // offsets: slow does not set them
 				require.Equal(t, want, got, "%+v", r)
-				require.Equal(t, slo.Check(r), slo.check(&r, &got.figures), "%+v", r)
+				require.Equal(t, slo.checkRecord(r), slo.check(&r, &got.figures), "%+v", r)
 			}
 			assert.Positive(t, fast, "some records take the fast path")
 		})

@@ -100,7 +100,7 @@ func TestSummarizeSingleRequest(t *testing.T) {
 	assert.InDelta(t, 1.0, s.Goodput.UsefulWorkRatio, 0)
 	assert.Equal(t, 1, s.PeakConcurrency)
 	assert.InDelta(t, 0.1255, s.MeanConcurrency, 1e-12) // 251 ms busy / 2 s
-	assert.Equal(t, msDur(25), s.RequestWeightedTPOT)
+	assert.Equal(t, msDur(25), s.TPOT.Mean)
 	assert.Equal(t, msDur(25), s.TokenWeightedTPOT)
 }
 
@@ -208,7 +208,6 @@ func TestSummarizeGolden(t *testing.T) {
 				// TPOT 10 ms and 100 ms: request-weighted 55 ms; token-weighted
 				// (10 s + 1 s) / 1010 = 10.891089… ms.
 				assert.Equal(t, msDur(55), s.TPOT.Mean)
-				assert.Equal(t, msDur(55), s.RequestWeightedTPOT)
 				assert.Equal(t, 10891089*time.Nanosecond, s.TokenWeightedTPOT)
 				assert.Equal(t, msDur(45), s.TPOT.Std)
 				assert.Equal(t, 10891089*time.Nanosecond, s.ITL.Mean) // each gap counts once
@@ -268,23 +267,23 @@ func TestSummarizeSLOOnTheLimit(t *testing.T) {
 	tests := []struct {
 		name string
 		r    Record
-		want SLOCheck
+		want sloCheck
 	}{
-		{"all on the limit", onLimit, SLOCheck{Completed: true, TTFO: true, TTFT: true, TPOT: true, ITL: true, E2EL: true}},
+		{"all on the limit", onLimit, sloCheck{Completed: true, TTFO: true, TTFT: true, TPOT: true, ITL: true, E2EL: true}},
 		{"TTFT 1 ns over", justOver(func(r *Record) { r.Start = r.Start.Add(-1) }),
-			SLOCheck{Completed: true, TTFO: true, TTFT: false, TPOT: true, ITL: true, E2EL: false}},
+			sloCheck{Completed: true, TTFO: true, TTFT: false, TPOT: true, ITL: true, E2EL: false}},
 		// 100 ms + 1 ns over 4 tokens: Record.TPOT rounds to 25 ms, but the
 		// limit is compared exactly.
 		{"TPOT a quarter ns over", justOver(func(r *Record) { r.LastToken = r.LastToken.Add(1); r.End = r.LastToken }),
-			SLOCheck{Completed: true, TTFO: true, TTFT: true, TPOT: false, ITL: true, E2EL: false}},
+			sloCheck{Completed: true, TTFO: true, TTFT: true, TPOT: false, ITL: true, E2EL: false}},
 		{"largest gap 1 ns over", justOver(func(r *Record) { r.ITL[1]++ }),
-			SLOCheck{Completed: true, TTFO: true, TTFT: true, TPOT: true, ITL: false, E2EL: true}},
+			sloCheck{Completed: true, TTFO: true, TTFT: true, TPOT: true, ITL: false, E2EL: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, slo.Check(tt.r))
+			assert.Equal(t, tt.want, slo.checkRecord(tt.r))
 			s := Summarize([]Record{tt.r}, SummaryOptions{SLO: slo})
-			assert.Equal(t, countIf(tt.want.Met()), s.Goodput.Good)
+			assert.Equal(t, countIf(tt.want.met()), s.Goodput.Good)
 		})
 	}
 	d, ok := justOver(func(r *Record) { r.LastToken = r.LastToken.Add(1) }).TPOT()
@@ -325,7 +324,7 @@ func TestSummaryJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &m))
 	for _, k := range []string{"requests", "completed", "failed", "canceled", "duration_ns", "input_tokens",
 		"output_tokens", "reasoning_tokens", "request_throughput", "output_throughput", "total_token_throughput", "ttft", "ttfo", "tpot",
-		"itl", "e2el", "tpot_request_weighted_ns", "tpot_token_weighted_ns", "peak_concurrency",
+		"itl", "e2el", "tpot_token_weighted_ns", "peak_concurrency",
 		"mean_concurrency", "slo", "goodput"} {
 		assert.Contains(t, m, k)
 	}
@@ -422,7 +421,7 @@ func TestSummarizeProperties(t *testing.T) {
 		assert.Equal(t, s.Requests, s.Completed+s.Failed+s.Canceled)
 		good := 0
 		for _, r := range rs {
-			good += countIf(slo.Check(r).Met())
+			good += countIf(slo.Met(r))
 		}
 		assert.Equal(t, good, s.Goodput.Good)
 	}
@@ -627,4 +626,21 @@ func TestSummaryTokenTotalsSaturate(t *testing.T) {
 
 	ok := Summarize([]Record{okRecord(0, 100, []float64{40}, 2)}, SummaryOptions{})
 	assert.False(t, ok.TokensSaturated)
+}
+
+// TestSummaryJSONReadsOlderFiles reads a Summary written by an earlier
+// version, which also held the request-weighted TPOT mean under
+// tpot_request_weighted_ns (now only TPOT.Mean): the key is ignored, and
+// every other figure is kept.
+func TestSummaryJSONReadsOlderFiles(t *testing.T) {
+	old := `{"requests": 2, "completed": 2, "tpot": {"count": 2, "mean_ns": 55000000},
+		"tpot_request_weighted_ns": 55000000, "tpot_token_weighted_ns": 10891089}`
+	var s Summary
+	require.NoError(t, json.Unmarshal([]byte(old), &s))
+	assert.Equal(t, 2, s.Completed)
+	assert.Equal(t, msDur(55), s.TPOT.Mean)
+	assert.Equal(t, 10891089*time.Nanosecond, s.TokenWeightedTPOT)
+	b, err := json.Marshal(s)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "tpot_request_weighted_ns")
 }

@@ -16,13 +16,12 @@ import (
 )
 
 // Tracker measures requests and emits their OpenTelemetry metrics. It owns
-// the instruments and the prebuilt attribute sets; a Request is cheap.
-//
-// A Tracker is safe for concurrent use by any number of goroutines.
+// the instruments and the prebuilt attribute sets; a Request is cheap. A
+// Tracker is safe for concurrent use.
 type Tracker struct {
 	cfg  config
-	inst [2]instruments // by Role
-	base [2]*attrSet    // the Tracker's attributes, by Role
+	inst [2]instruments // by side
+	base [2]*attrSet    // the Tracker's attributes, by side
 
 	cacheMu sync.RWMutex
 	cache   map[setKey]*attrSet
@@ -31,10 +30,8 @@ type Tracker struct {
 }
 
 // NewTracker returns a Tracker configured by opts, with the instruments of
-// both roles (see Start and StartClient). Invalid options make it fail
-// with an error wrapping ErrInvalidOption (ErrInvalidSLO for WithSLO); a
-// MeterProvider that refuses to create an instrument makes it fail with an
-// error wrapping the provider's.
+// both roles. Invalid options give an error wrapping ErrInvalid; a
+// MeterProvider that refuses an instrument gives its error.
 func NewTracker(opts ...Option) (*Tracker, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -45,7 +42,7 @@ func NewTracker(opts ...Option) (*Tracker, error) {
 		return nil, fmt.Errorf("llmmetrics: creating instruments: %w", err)
 	}
 	t := &Tracker{cfg: cfg, inst: inst, cache: make(map[setKey]*attrSet)}
-	for _, role := range []Role{RoleServer, RoleClient} {
+	for _, role := range []side{sideServer, sideClient} {
 		t.base[role] = t.newAttrSet(attribute.NewSet(cfg.attrs...), role)
 	}
 	if cfg.windowN > 0 {
@@ -88,7 +85,7 @@ type attrSet struct {
 
 // setKey identifies a cached attrSet.
 type setKey struct {
-	role Role
+	role side
 	set  attribute.Distinct
 }
 
@@ -105,7 +102,7 @@ type endOpts struct {
 	in, out  []metric.AddOption    // base + role + token type + outcome + slo_met
 }
 
-func (t *Tracker) newAttrSet(s attribute.Set, role Role) *attrSet {
+func (t *Tracker) newAttrSet(s attribute.Set, role side) *attrSet {
 	as := &attrSet{attrs: s.ToSlice(), role: RoleKey.String(role.String()), errs: make(map[errKey]*endOpts)}
 	as.rec = []metric.RecordOption{metric.WithAttributeSet(s)}
 	as.ttfo = []metric.RecordOption{metric.WithAttributeSet(as.with(as.role))}
@@ -174,7 +171,7 @@ func (as *attrSet) endOptsFor(o Outcome, st sloState, errType string) *endOpts {
 
 // setFor returns the prebuilt options for the Tracker's attributes plus
 // attrs in role, from the bounded cache when it can.
-func (t *Tracker) setFor(role Role, attrs []attribute.KeyValue) *attrSet {
+func (t *Tracker) setFor(role side, attrs []attribute.KeyValue) *attrSet {
 	base := t.base[role].attrs
 	kvs := make([]attribute.KeyValue, 0, len(base)+len(attrs))
 	s := attribute.NewSet(append(append(kvs, base...), attrs...)...)
@@ -204,38 +201,34 @@ func (t *Tracker) setFor(role Role, attrs []attribute.KeyValue) *attrSet {
 	return as
 }
 
-// Start begins measuring, on the server side (the gen_ai.server.*
-// instruments), a request that a model server or a gateway received now
-// (by the Tracker's clock); StartClient measures a call to a model. attrs
-// are added to the Tracker's attributes for this request's measurements
-// (for example gen_ai.request.model); each distinct set is built once and
-// cached. ctx is passed to every measurement of the request; a nil ctx is
-// taken as context.Background(). Start never fails.
+// Start begins measuring, in the server role, a request received now (by
+// the Tracker's clock); StartClient measures a call to a model. attrs are
+// added to the Tracker's attributes for this request (each distinct set is
+// built once and cached). ctx is passed to every measurement; nil is taken
+// as context.Background().
 func (t *Tracker) Start(ctx context.Context, attrs ...attribute.KeyValue) *Request {
 	return t.StartAt(ctx, t.cfg.now(), attrs...)
 }
 
-// StartAt is Start with an explicit start time. start must be a real
-// instant, not the zero time.Time: in a Record a zero time means "unset", so
-// a token or End at offset 0 from a zero start would read as missing.
+// StartAt is Start with an explicit start time, which must not be the zero
+// time.Time (a zero time in a Record means "unset").
 func (t *Tracker) StartAt(ctx context.Context, start time.Time, attrs ...attribute.KeyValue) *Request {
-	return t.startAs(ctx, RoleServer, start, attrs)
+	return t.startAs(ctx, sideServer, start, attrs)
 }
 
-// StartClient is Start on the client side: it measures a call to a model
-// that the program sends now, with the gen_ai.client.* instruments (as
-// NewTransport and Middleware do).
+// StartClient is Start in the client role (gen_ai.client.* instruments), for
+// a call to a model the program sends now.
 func (t *Tracker) StartClient(ctx context.Context, attrs ...attribute.KeyValue) *Request {
 	return t.StartClientAt(ctx, t.cfg.now(), attrs...)
 }
 
 // StartClientAt is StartClient with an explicit start time (see StartAt).
 func (t *Tracker) StartClientAt(ctx context.Context, start time.Time, attrs ...attribute.KeyValue) *Request {
-	return t.startAs(ctx, RoleClient, start, attrs)
+	return t.startAs(ctx, sideClient, start, attrs)
 }
 
 // startAs is StartAt recording with the instruments of role.
-func (t *Tracker) startAs(ctx context.Context, role Role, start time.Time, attrs []attribute.KeyValue) *Request {
+func (t *Tracker) startAs(ctx context.Context, role side, start time.Time, attrs []attribute.KeyValue) *Request {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -249,19 +242,12 @@ func (t *Tracker) startAs(ctx context.Context, role Role, start time.Time, attrs
 	return r
 }
 
-// Request measures one request. Get one from Tracker.Start; feed it with
-// Chunk (answer tokens), ReasoningChunk (reasoning tokens), SetUsage and
-// SetReasoningTokens; finish it with End, which returns its Record.
-//
-// Its methods are safe for concurrent use: a cancel watcher may End a
-// request while the stream goroutine still delivers chunks; a chunk that
-// arrives after End is ignored. Methods never panic and never block on
-// anything but the Request's own short critical section.
-//
-// Times are kept as offsets from Start that never decrease: a chunk (or End)
-// whose time is before the previous one is taken as happening at the
-// previous one, so no gap is ever negative; a time before Start is taken as
-// Start.
+// Request measures one request: feed it with Chunk, ReasoningChunk and
+// SetUsage, and finish it with End, which returns its Record. Its methods
+// are safe for concurrent use (a cancel watcher may End it while chunks
+// still arrive: a chunk after End is ignored) and never panic. A time
+// before the previous one is taken as the previous one, so no gap is
+// negative.
 type Request struct {
 	t     *Tracker
 	inst  *instruments // the role's: the Tracker's own, or the HTTP wrapper's
@@ -285,29 +271,24 @@ type Request struct {
 	errType         string // the error.type of the error passed to End
 }
 
-// Context returns the context the request was started with.
-func (r *Request) Context() context.Context { return r.ctx }
-
 var (
 	errNegativeTokens = errors.New("llmmetrics: negative token count ignored")
 	errNegativeUsage  = errors.New("llmmetrics: negative usage count ignored")
 )
 
-// ErrUsageBelowChunks is the problem (wrapped, with both counts) a Request
+// errUsageBelowChunks is the problem (wrapped, with both counts) a Request
 // reports through otel.Handle when it ends with a reported output count
 // (SetUsage) below its number of token-carrying chunks. Every such chunk
 // holds at least one token, so the report is the server's fault (the
 // Responses API can end with "output_tokens": 0 after 16 deltas): N is
 // then the chunk count.
-var ErrUsageBelowChunks = errors.New("llmmetrics: reported output tokens below the token-carrying chunks")
+var errUsageBelowChunks = errors.New("llmmetrics: reported output tokens below the token-carrying chunks")
 
-// Chunk records that a chunk arrived now (by the Tracker's clock) holding
-// tokens answer tokens: content, refusal or tool-call output. A chunk
-// with 0 tokens (a role-only delta, a keep-alive) is allowed and moves
-// nothing; it does not read the clock. A negative count is ignored and
-// reported through otel.Handle. A Chunk after End is ignored. The first
-// token-carrying chunk records TTFT, the first answer chunk TTFO
-// (Record.FirstOutput); each later chunk records one ITL gap.
+// Chunk records that a chunk of tokens answer tokens (content, refusal or
+// tool calls) arrived now, by the Tracker's clock. The first token-carrying
+// chunk records TTFT, the first answer chunk TTFO, each later one an ITL
+// gap. A chunk of 0 tokens moves nothing; a negative count is ignored and
+// reported through otel.Handle.
 func (r *Request) Chunk(tokens int) {
 	if tokens <= 0 {
 		r.chunkAt(time.Time{}, tokens, true)
@@ -319,10 +300,8 @@ func (r *Request) Chunk(tokens int) {
 // ChunkAt is Chunk with an explicit arrival time.
 func (r *Request) ChunkAt(t time.Time, tokens int) { r.chunkAt(t, tokens, true) }
 
-// ReasoningChunk records that a chunk arrived now holding tokens reasoning
-// ("thinking") tokens, as Chunk does for answer tokens: it is a
-// token-carrying chunk for TTFT, ITL, TPOT and N, but it does not mark the
-// first output token (TTFO waits for the first answer chunk).
+// ReasoningChunk is Chunk for reasoning ("thinking") tokens: they count for
+// TTFT, ITL, TPOT and N, but not for TTFO.
 func (r *Request) ReasoningChunk(tokens int) {
 	if tokens <= 0 {
 		r.chunkAt(time.Time{}, tokens, false)
@@ -377,13 +356,10 @@ func (r *Request) chunkAt(t time.Time, tokens int, answer bool) {
 	}
 }
 
-// SetUsage records the server's exact token counts (for example the usage
-// chunk of stream_options.include_usage); output counts every generated
-// token, reasoning included. The output count, once set, overrides the sum
-// of chunk counts as N, except that N is never below the number of
-// token-carrying chunks (see ErrUsageBelowChunks). Later calls replace
-// earlier ones (usage counts are cumulative). Negative counts are ignored
-// and reported through otel.Handle. A SetUsage after End is ignored.
+// SetUsage records the server's exact token counts (output includes
+// reasoning): the output count replaces the sum of chunk counts as N, but N
+// is never below the number of token-carrying chunks. The last call wins;
+// negative counts are ignored and reported through otel.Handle.
 func (r *Request) SetUsage(input, output int) {
 	if input < 0 || output < 0 {
 		otel.Handle(errNegativeUsage)
@@ -397,10 +373,7 @@ func (r *Request) SetUsage(input, output int) {
 }
 
 // SetReasoningTokens records how many of the output tokens the server
-// reports as reasoning ("thinking") tokens: Record.ReasoningTokens (for
-// example completion_tokens_details.reasoning_tokens). Later calls replace
-// earlier ones. A negative count is ignored and reported through
-// otel.Handle. A SetReasoningTokens after End is ignored.
+// reports as reasoning tokens (Record.ReasoningTokens). The last call wins.
 func (r *Request) SetReasoningTokens(n int) {
 	if n < 0 {
 		otel.Handle(errNegativeUsage)
@@ -414,12 +387,8 @@ func (r *Request) SetReasoningTokens(n int) {
 }
 
 // SetCachedInputTokens records how many of the input tokens the provider
-// read from its prompt cache (cached) and wrote to it (written):
-// Record.CachedInputTokens and Record.CacheWriteInputTokens. Both are part of
-// the input count (SetUsage, SetInputTokens), which stays the whole prompt.
-// Later calls replace earlier ones (the last usage report wins). Negative
-// counts are ignored and reported through otel.Handle. A call after End is
-// ignored.
+// read from its prompt cache and wrote to it (Record.CachedInputTokens,
+// Record.CacheWriteInputTokens). The last call wins.
 func (r *Request) SetCachedInputTokens(cached, written int) {
 	if cached < 0 || written < 0 {
 		otel.Handle(errNegativeUsage)
@@ -432,9 +401,9 @@ func (r *Request) SetCachedInputTokens(cached, written int) {
 	r.mu.Unlock()
 }
 
-// SetInputTokens records the prompt length when it is known before the
+// setInputTokens records the prompt length when it is known before the
 // usage (a server knows it at admission). A later SetUsage replaces it.
-func (r *Request) SetInputTokens(input int) {
+func (r *Request) setInputTokens(input int) {
 	if input < 0 {
 		otel.Handle(errNegativeUsage)
 		return
@@ -452,16 +421,10 @@ func (r *Request) End(err error) Record {
 	return r.EndAt(r.t.cfg.now(), err)
 }
 
-// EndAt finishes the request at t and returns its Record. err nil gives
-// OutcomeOK; context.Canceled or context.DeadlineExceeded (also wrapped)
-// give OutcomeCanceled; any other error gives OutcomeError.
-//
-// EndAt records E2EL, TPOT (successful requests with N > 1 only, as the
-// GenAI conventions define it), the token counters and the requests counter,
-// checks the Tracker's SLO, and adds the record to the Snapshot window.
-//
-// End is idempotent: a second call returns the first Record and records
-// nothing.
+// EndAt finishes the request at t, records its measurements and returns its
+// Record. A nil err is OutcomeOK, context.Canceled or DeadlineExceeded
+// (wrapped or not) OutcomeCanceled, any other error OutcomeError. A second
+// call returns the first Record and records nothing.
 func (r *Request) EndAt(t time.Time, err error) Record {
 	r.mu.Lock()
 	if r.ended {
@@ -477,7 +440,7 @@ func (r *Request) EndAt(t time.Time, err error) Record {
 	low := r.hasUsage && r.output < r.chunks
 	r.mu.Unlock()
 	if low {
-		otel.Handle(fmt.Errorf("%w: usage says %d, %d chunks arrived; N is %d", ErrUsageBelowChunks, r.output, rec.Chunks, rec.OutputTokens))
+		otel.Handle(fmt.Errorf("%w: usage says %d, %d chunks arrived; N is %d", errUsageBelowChunks, r.output, rec.Chunks, rec.OutputTokens))
 	}
 	r.t.finish(r.ctx, r.inst, r.set, rec, err)
 	return rec
@@ -529,11 +492,6 @@ func (t *Tracker) errorType(err error) string {
 	if err == nil {
 		return ""
 	}
-	if t.cfg.errorTyper != nil {
-		if v := t.cfg.errorTyper(err); v != "" {
-			return v
-		}
-	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
@@ -557,7 +515,7 @@ func (t *Tracker) finish(ctx context.Context, in *instruments, set *attrSet, rec
 	st := sloNone
 	if t.cfg.hasSLO {
 		st = sloMissed
-		if t.cfg.slo.Check(rec).Met() {
+		if t.cfg.slo.Met(rec) {
 			st = sloMet
 		}
 	}

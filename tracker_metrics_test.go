@@ -47,8 +47,8 @@ func TestNothingRecordedAfterEnd(t *testing.T) {
 		second := r.EndAt(atMS(99), errors.New("late"))
 		assert.Equal(t, first, second)
 		m := c.Collect(t)
-		assert.Equal(t, 1.0, m.Value(llmmetrics.RoleServer.MetricNames().Requests))
-		assert.Equal(t, map[string]float64{"ok": 1}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey))
+		assert.Equal(t, 1.0, m.Value(llmmetrics.ServerMetricNames().Requests))
+		assert.Equal(t, map[string]float64{"ok": 1}, m.SumBy(llmmetrics.ServerMetricNames().Requests, llmmetrics.OutcomeKey))
 	})
 	t.Run("calls after End are ignored", func(t *testing.T) {
 		tr, c := newCollectedTracker(t)
@@ -57,15 +57,15 @@ func TestNothingRecordedAfterEnd(t *testing.T) {
 		r.EndAt(atMS(20), nil)
 		r.ChunkAt(atMS(30), 5)
 		r.SetUsage(100, 100)
-		r.SetInputTokens(7)
+		r.SetCachedInputTokens(7, 0)
 		rec := r.EndAt(atMS(40), nil)
 		assert.Equal(t, 1, rec.OutputTokens)
 		assert.Equal(t, 0, rec.InputTokens)
 		assert.Equal(t, atMS(20), rec.End)
 		m := c.Collect(t)
-		assert.Equal(t, 1.0, m.Value(llmmetrics.RoleServer.MetricNames().Tokens), "the one output token")
+		assert.Equal(t, 1.0, m.Value(llmmetrics.ServerMetricNames().Tokens), "the one output token")
 		assert.Equal(t, uint64(1), m.Count("gen_ai.server.time_to_first_token"))
-		assert.Zero(t, m.Count(llmmetrics.RoleServer.MetricNames().ITL), "the chunk after End made no gap")
+		assert.Zero(t, m.Count(llmmetrics.ServerMetricNames().ITL), "the chunk after End made no gap")
 	})
 }
 
@@ -79,18 +79,18 @@ func TestPerRequestAttributesMeasured(t *testing.T) {
 		r.EndAt(atMS(100), nil)
 	}
 	m := c.Collect(t)
-	assert.Equal(t, map[string]float64{"a": 2, "b": 1, "c": 1}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, semconv.GenAIResponseModelKey))
-	assert.Equal(t, 4.0, m.Value(llmmetrics.RoleServer.MetricNames().Requests, semconv.GenAIRequestModel("m1")), "the Tracker's attributes stay")
+	assert.Equal(t, map[string]float64{"a": 2, "b": 1, "c": 1}, m.SumBy(llmmetrics.ServerMetricNames().Requests, semconv.GenAIResponseModelKey))
+	assert.Equal(t, 4.0, m.Value(llmmetrics.ServerMetricNames().Requests, semconv.GenAIRequestModel("m1")), "the Tracker's attributes stay")
 }
 
 func TestErrorTypeBounded(t *testing.T) {
-	tr, c := newCollectedTracker(t, llmmetrics.WithErrorType(func(err error) string { return err.Error() }))
+	tr, c := newCollectedTracker(t)
 	const n = 100
 	for i := range n {
 		r := tr.StartAt(context.Background(), atMS(0))
-		r.EndAt(atMS(1), fmt.Errorf("e%d", i))
+		r.EndAt(atMS(1), typedErr(fmt.Sprintf("e%d", i)))
 	}
-	byType := c.Collect(t).SumBy(llmmetrics.RoleServer.MetricNames().Requests, semconv.ErrorTypeKey)
+	byType := c.Collect(t).SumBy(llmmetrics.ServerMetricNames().Requests, semconv.ErrorTypeKey)
 	other := byType["_OTHER"]
 	assert.Positive(t, other, "distinct error types beyond the bound fold into _OTHER")
 	assert.Less(t, len(byType), n/2, "the number of series is bounded")
@@ -104,20 +104,11 @@ func TestErrorTypeBounded(t *testing.T) {
 	assert.Equal(t, float64(n), total, "every request is counted")
 }
 
-func TestWithErrorTypeFallsBack(t *testing.T) {
-	errQuota := errors.New("quota exceeded")
-	tr, c := newCollectedTracker(t, llmmetrics.WithErrorType(func(err error) string {
-		if errors.Is(err, errQuota) {
-			return "quota"
-		}
-		return "" // the default
-	}))
-	for _, err := range []error{fmt.Errorf("call: %w", errQuota), context.Canceled, errors.New("reset")} {
-		tr.StartAt(context.Background(), atMS(0)).EndAt(atMS(1), err)
-	}
-	byType := c.Collect(t).SumBy(llmmetrics.RoleServer.MetricNames().Requests, semconv.ErrorTypeKey)
-	assert.Equal(t, map[string]float64{"quota": 1, "canceled": 1, "*errors.errorString": 1}, byType)
-}
+// typedErr is an error whose ErrorType method names its error.type.
+type typedErr string
+
+func (e typedErr) Error() string     { return string(e) }
+func (e typedErr) ErrorType() string { return string(e) }
 
 // TestConcurrentChunkEnd races Chunk against End on many requests and
 // checks that the emitted totals equal what the returned Records say:
@@ -170,12 +161,12 @@ func TestConcurrentChunkEnd(t *testing.T) {
 		assert.Equal(t, max(rec.Chunks-1, 0), len(rec.ITL))
 	}
 	m := c.Collect(t)
-	assert.Equal(t, float64(workers*perWorker), m.Value(llmmetrics.RoleServer.MetricNames().Requests))
+	assert.Equal(t, float64(workers*perWorker), m.Value(llmmetrics.ServerMetricNames().Requests))
 	assert.Equal(t, uint64(workers*perWorker), m.Count("gen_ai.server.request.duration"))
 	assert.Equal(t, ttfts, m.Count("gen_ai.server.time_to_first_token"))
 	assert.GreaterOrEqual(t, gaps, uint64(workers*perWorker))
-	assert.Equal(t, gaps, m.Count(llmmetrics.RoleServer.MetricNames().ITL))
-	assert.Equal(t, float64(tokens), m.Value(llmmetrics.RoleServer.MetricNames().Tokens))
-	assert.Zero(t, m.Value(llmmetrics.RoleServer.MetricNames().Active))
-	assert.Equal(t, map[string]float64{"canceled": workers * perWorker}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey))
+	assert.Equal(t, gaps, m.Count(llmmetrics.ServerMetricNames().ITL))
+	assert.Equal(t, float64(tokens), m.Value(llmmetrics.ServerMetricNames().Tokens))
+	assert.Zero(t, m.Value(llmmetrics.ServerMetricNames().Active))
+	assert.Equal(t, map[string]float64{"canceled": workers * perWorker}, m.SumBy(llmmetrics.ServerMetricNames().Requests, llmmetrics.OutcomeKey))
 }

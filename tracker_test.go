@@ -30,7 +30,7 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]metricdata.Metr
 	out := map[string]metricdata.Metrics{}
 	for _, sm := range rm.ScopeMetrics {
 		require.Equal(t, ScopeName, sm.Scope.Name)
-		require.Equal(t, Version, sm.Scope.Version)
+		require.Equal(t, version, sm.Scope.Version)
 		require.Equal(t, semconv.SchemaURL, sm.Scope.SchemaURL)
 		for _, m := range sm.Metrics {
 			out[m.Name] = m
@@ -78,11 +78,11 @@ func intSum(name, unit string, monotonic bool, points ...metricdata.DataPoint[in
 // TTFT 100 ms; N = 5 (usage overrides the chunk sum 4); TPOT = 90 ms / 4 =
 // 22.5 ms; ITL = [30 ms, 60 ms]; E2EL = 190 ms (the last token).
 func oneStream(tr *Tracker, err error) Record {
-	return oneStreamAs(tr, RoleServer, err)
+	return oneStreamAs(tr, sideServer, err)
 }
 
 // oneStreamAs is oneStream measured in role.
-func oneStreamAs(tr *Tracker, role Role, err error) Record {
+func oneStreamAs(tr *Tracker, role side, err error) Record {
 	r := tr.startAs(context.Background(), role, at(0), nil)
 	r.ChunkAt(at(50), 0)
 	r.ChunkAt(at(100), 1)
@@ -138,7 +138,7 @@ func TestTrackerInstrumentsServer(t *testing.T) {
 
 func TestTrackerInstrumentsClient(t *testing.T) {
 	tr, reader := newTestTracker(t)
-	oneStreamAs(tr, RoleClient, nil)
+	oneStreamAs(tr, sideClient, nil)
 	got := collect(t, reader)
 	base := set()
 	role := RoleKey.String("client")
@@ -288,7 +288,7 @@ func TestRequestEdgeCases(t *testing.T) {
 		r := tr.StartAt(context.Background(), at(0))
 		r.ChunkAt(at(10), -3)
 		r.SetUsage(-1, 4)
-		r.SetInputTokens(-2)
+		r.setInputTokens(-2)
 		r.ChunkAt(at(20), 2)
 		rec := r.EndAt(at(30), nil)
 		assert.Equal(t, 2, rec.OutputTokens)
@@ -317,7 +317,7 @@ func TestRequestEdgeCases(t *testing.T) {
 	t.Run("usage overrides the chunk sum, input known early", func(t *testing.T) {
 		tr, _ := newTestTracker(t)
 		r := tr.StartAt(context.Background(), at(0))
-		r.SetInputTokens(40)
+		r.setInputTokens(40)
 		r.ChunkAt(at(10), 1)
 		r.ChunkAt(at(20), 1)
 		assert.Equal(t, 40, r.EndAt(at(30), nil).InputTokens)
@@ -339,7 +339,7 @@ func TestRequestEdgeCases(t *testing.T) {
 		rec := r.EndAt(at(90), nil)
 		assert.Nil(t, rec.ITL)
 		assert.Equal(t, 50*time.Millisecond, rec.MaxITL)
-		assert.False(t, SLO{ITL: 40 * time.Millisecond}.Check(rec).Met(), "the 50 ms stutter breaks the 40 ms ITL limit")
+		assert.False(t, SLO{ITL: 40 * time.Millisecond}.Met(rec), "the 50 ms stutter breaks the 40 ms ITL limit")
 	})
 	t.Run("nil context is accepted", func(t *testing.T) {
 		tr, _ := newTestTracker(t)
@@ -369,15 +369,15 @@ func TestNewTrackerOptions(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", nil, nil, ""},
-		{"nil options and nil arguments are ignored", []Option{nil, WithMeterProvider(nil), WithClock(nil), WithErrorType(nil)}, nil, ""},
+		{"nil options and nil arguments are ignored", []Option{nil, WithMeterProvider(nil), WithClock(nil)}, nil, ""},
 		{"window off", []Option{WithoutWindow()}, nil, ""},
 		{"no age bound", []Option{WithWindow(5, 0)}, nil, ""},
-		{"negative SLO limit", []Option{WithSLO(SLO{TTFT: -time.Millisecond})}, ErrInvalidSLO, "llmmetrics: invalid SLO: negative ttft limit"},
-		{"negative window", []Option{WithWindow(-1, 0)}, ErrInvalidOption, "llmmetrics: invalid option: window"},
-		{"window of no request", []Option{WithWindow(0, time.Minute)}, ErrInvalidOption, "want a positive request count"},
-		{"WithWindow(0, 0) is no way to turn the window off", []Option{WithWindow(0, 0)}, ErrInvalidOption, "window (0 requests, 0s)"},
-		{"negative cache size", []Option{withAttributeCacheSize(-1)}, ErrInvalidOption, "llmmetrics: invalid option: attribute cache size -1"},
-		{"errors are joined", []Option{WithWindow(-1, 0), withAttributeCacheSize(-1)}, ErrInvalidOption, "window (-1 requests, 0s): want a positive request count and an age ≥ 0\nllmmetrics: invalid option: attribute cache size"},
+		{"negative SLO limit", []Option{WithSLO(SLO{TTFT: -time.Millisecond})}, ErrInvalid, "llmmetrics: invalid argument: negative SLO ttft limit"},
+		{"negative window", []Option{WithWindow(-1, 0)}, ErrInvalid, "llmmetrics: invalid argument: window"},
+		{"window of no request", []Option{WithWindow(0, time.Minute)}, ErrInvalid, "want a positive request count"},
+		{"WithWindow(0, 0) is no way to turn the window off", []Option{WithWindow(0, 0)}, ErrInvalid, "window (0 requests, 0s)"},
+		{"negative cache size", []Option{withAttributeCacheSize(-1)}, ErrInvalid, "llmmetrics: invalid argument: attribute cache size -1"},
+		{"errors are joined", []Option{WithWindow(-1, 0), withAttributeCacheSize(-1)}, ErrInvalid, "window (-1 requests, 0s): want a positive request count and an age ≥ 0\nllmmetrics: invalid argument: attribute cache size"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -421,7 +421,7 @@ func TestAttributeCacheBounded(t *testing.T) {
 	}
 	assert.Len(t, tr.cache, 1, "the cache is bounded")
 	last := set(semconv.GenAIResponseModel("c"))
-	_, cachedLast := tr.cache[setKey{RoleServer, last.Equivalent()}]
+	_, cachedLast := tr.cache[setKey{sideServer, last.Equivalent()}]
 	assert.True(t, cachedLast, "a new set replaces an old one")
 }
 

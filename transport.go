@@ -10,24 +10,17 @@ import (
 )
 
 // NewTransport returns an http.RoundTripper that measures with t, in the
-// client role, every LLM request sent through base (nil base:
-// http.DefaultTransport), for any client that takes an *http.Client:
+// client role, every LLM request sent through base (nil: the
+// http.DefaultTransport):
 //
 //	hc := &http.Client{Transport: llmmetrics.NewTransport(tracker, nil)}
 //
-// Each round trip is one request, from the call of RoundTrip until the
-// response body ends: the body is wrapped as by NewReader, with the Decoder
-// chosen from the Content-Type and the request path (docs/http.md,
-// WithProtocol, WithDecoder). A status of 400 or more is OutcomeError with
-// error.type the status code; a transport error is returned unchanged. A
-// followed redirect is one request measured from its first hop; a call
-// that reaches http.Client's limit of 10 redirects is one failed request
-// (error.type too_many_redirects). The
-// caller's request is never modified, and each retry attempt is its own
-// request. docs/http.md has the details: outcomes, redirects, attributes,
-// memory. A nil Tracker measures nothing.
-//
-// The returned RoundTripper is safe for concurrent use if base is.
+// Each round trip is one request, until the response body ends; the body is
+// wrapped as by NewReader, with the Decoder chosen from the Content-Type
+// and the path. A status of 400 or more is OutcomeError with error.type the
+// status code. The caller's request is never modified; each retry is its
+// own request. docs/http.md has the details. A nil Tracker measures
+// nothing. It is safe for concurrent use if base is.
 func NewTransport(t *Tracker, base http.RoundTripper, opts ...TransportOption) http.RoundTripper {
 	return &transport{core: newHTTPCore(t, newTransportConfig(opts)), base: base}
 }
@@ -99,7 +92,7 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 	ep := c.endpointOf(req)
 	out, model, addedUsage := c.prepare(req, ep)
 	ctx := req.Context()
-	r := c.t.startAs(ctx, RoleClient, start, c.attrs(req, ep, model))
+	r := c.t.startAs(ctx, sideClient, start, c.attrs(req, ep, model))
 
 	resp, err := next.RoundTrip(out)
 	switch {

@@ -79,19 +79,11 @@ func (w *window) appendRecords(dst []Record, sks []*stats.GapSketch, now time.Ti
 	return dst, sks
 }
 
-// Snapshot summarizes the recently ended requests kept by the Tracker's
-// window (WithWindow: by default the last 1,000 requests that ended within
-// 5 minutes): a live view whose memory does not grow with traffic: a request
-// of more than 1,024 ITL gaps is held as a fixed-size sketch of them, so
-// each held request costs at most about 8.5 KiB however long it streamed
-// (docs/definitions.md states the accuracy: below that length the ITL
-// figures are exact, above it count, mean, min and max stay exact and each
-// percentile is within about 0.1% of the sketched gaps in rank). The
-// Summary uses the Tracker's SLO and Summarize's
-// defaults (its Duration spans the window's requests, first Start to last
-// End). With the window off it returns an empty Summary. Safe for
-// concurrent use with everything else; it copies the window under a short
-// lock and summarizes outside it.
+// Snapshot summarizes the recently ended requests of the Tracker's window
+// (WithWindow), with the Tracker's SLO: a live view whose memory does not
+// grow with traffic (a request of more than 1,024 ITL gaps is held as a
+// sketch of them; docs/definitions.md states its accuracy). With the window
+// off it returns an empty Summary.
 func (t *Tracker) Snapshot() Summary { return t.SnapshotAt(t.cfg.now()) }
 
 // SnapshotAt is Snapshot with an explicit "now" for the age bound.

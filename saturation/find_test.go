@@ -297,7 +297,7 @@ func TestOptionsValidate(t *testing.T) {
 	// An invalid objective's error is wrapped with %w: both sentinels match.
 	err := Options{Objectives: []llmmetrics.Objective{{Percentile: 120}}}.Validate()
 	assert.ErrorIs(t, err, ErrInvalidOptions)
-	assert.ErrorIs(t, err, llmmetrics.ErrInvalidObjective)
+	assert.ErrorIs(t, err, llmmetrics.ErrInvalid)
 
 	good := Options{KneeFraction: 1, DropTolerance: 0.1, TailGrowth: 2, MedianFlat: 1, TailPercentile: 100,
 		AttainmentTarget: 1, TailLatencies: []llmmetrics.Latency{llmmetrics.LatencyTTFT, llmmetrics.LatencyE2EL}, Throughput: ThroughputTotalTokens}
@@ -313,6 +313,6 @@ func TestSignalText(t *testing.T) {
 	var s Signal
 	require.NoError(t, s.UnmarshalText(b))
 	assert.Equal(t, SignalThroughputDrop|SignalAttainment, s)
-	assert.ErrorIs(t, s.UnmarshalText([]byte("melting")), llmmetrics.ErrInvalidText)
+	assert.ErrorIs(t, s.UnmarshalText([]byte("melting")), llmmetrics.ErrInvalid)
 	assert.Equal(t, "Signal(512)", Signal(512).String())
 }

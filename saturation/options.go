@@ -40,7 +40,7 @@ func (m ThroughputMeasure) String() string {
 // MarshalText encodes the measure as its name.
 func (m ThroughputMeasure) MarshalText() ([]byte, error) {
 	if int(m) >= len(measureNames) {
-		return nil, fmt.Errorf("%w: no name for throughput measure %d", llmmetrics.ErrInvalidText, uint8(m))
+		return nil, fmt.Errorf("%w: no name for throughput measure %d", llmmetrics.ErrInvalid, uint8(m))
 	}
 	return []byte(measureNames[m]), nil
 }
@@ -53,7 +53,7 @@ func (m *ThroughputMeasure) UnmarshalText(b []byte) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: unknown throughput measure %q", llmmetrics.ErrInvalidText, b)
+	return fmt.Errorf("%w: unknown throughput measure %q", llmmetrics.ErrInvalid, b)
 }
 
 // Signal is one sign of saturation. Signals are bit flags so Options.Skip
@@ -138,7 +138,7 @@ func (s *Signal) UnmarshalText(b []byte) error {
 			}
 		}
 		if !found && part != "" {
-			return fmt.Errorf("%w: unknown signal %q", llmmetrics.ErrInvalidText, part)
+			return fmt.Errorf("%w: unknown signal %q", llmmetrics.ErrInvalid, part)
 		}
 	}
 	*s = out
@@ -231,7 +231,7 @@ var ErrInvalidOptions = errors.New("llmmetrics: invalid saturation options")
 
 // Validate returns an error wrapping ErrInvalidOptions when a field is
 // outside its documented range (NaN included) or an objective is invalid
-// (the error then wraps llmmetrics.ErrInvalidObjective as well).
+// (the error then wraps llmmetrics.ErrInvalid as well).
 func (o Options) Validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
@@ -266,7 +266,7 @@ func (o Options) Validate() error {
 	}
 	for _, obj := range o.Objectives {
 		if err := obj.Validate(); err != nil {
-			return bad("%w", err) // wraps ErrInvalidObjective too
+			return bad("%w", err) // wraps ErrInvalid too
 		}
 	}
 	return nil

@@ -217,9 +217,9 @@ func TestThroughputMeasureText(t *testing.T) {
 	}
 	assert.Equal(t, "ThroughputMeasure(7)", ThroughputMeasure(7).String())
 	_, err := ThroughputMeasure(7).MarshalText()
-	assert.ErrorIs(t, err, llmmetrics.ErrInvalidText)
+	assert.ErrorIs(t, err, llmmetrics.ErrInvalid)
 	var m ThroughputMeasure
-	assert.ErrorIs(t, m.UnmarshalText([]byte("joules")), llmmetrics.ErrInvalidText)
+	assert.ErrorIs(t, m.UnmarshalText([]byte("joules")), llmmetrics.ErrInvalid)
 }
 
 func TestMeanCI(t *testing.T) {

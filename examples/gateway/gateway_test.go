@@ -154,7 +154,7 @@ func wait(t *testing.T, done <-chan struct{}) {
 // outcomes returns the requests counted per outcome.
 func outcomes(t *testing.T, col *llmmetricstest.Collector) map[string]float64 {
 	t.Helper()
-	return col.Collect(t).SumBy(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey)
+	return col.Collect(t).SumBy(llmmetrics.ServerMetricNames().Requests, llmmetrics.OutcomeKey)
 }
 
 // maxPeek is how much of the long request body the upstream transport
@@ -191,7 +191,7 @@ func TestGatewayForwardsBytesUnchangedAndMeasures(t *testing.T) {
 	wait(t, done)
 
 	m := col.Collect(t)
-	names := llmmetrics.RoleServer.MetricNames()
+	names := llmmetrics.ServerMetricNames()
 	assert.Equal(t, float64(1), m.Value(names.Requests, llmmetrics.OutcomeKey.String("ok"), semconv.GenAIRequestModel("m-test")))
 	assert.Equal(t, uint64(1), m.Count(names.TTFT))
 	assert.InDelta(t, 0.040, m.Sum(names.TTFT), 1e-9, "TTFT is the upstream's silence")
@@ -276,7 +276,7 @@ func TestGatewayClientTTFTFarBelowE2EL(t *testing.T) {
 	wait(t, done)
 
 	cm := ccol.Collect(t)
-	cn := llmmetrics.RoleClient.MetricNames()
+	cn := llmmetrics.ClientMetricNames()
 	require.Equal(t, uint64(1), cm.Count(cn.TTFT))
 	ttft, e2el := cm.Sum(cn.TTFT), cm.Sum(cn.E2EL)
 	assert.InDelta(t, 1.0, ttft, 1e-9, "client TTFT: the first token arrived when the upstream sent it")
@@ -284,7 +284,7 @@ func TestGatewayClientTTFTFarBelowE2EL(t *testing.T) {
 	assert.Less(t, ttft, e2el/5, "client TTFT far below E2EL")
 
 	sm := col.Collect(t)
-	sn := llmmetrics.RoleServer.MetricNames()
+	sn := llmmetrics.ServerMetricNames()
 	assert.InDelta(t, 1.0, sm.Sum(sn.TTFT), 1e-9, "the gateway timed it at the same flush")
 	assert.InDelta(t, 10.0, sm.Sum(sn.E2EL), 1e-9, "start to the last token")
 }
@@ -301,7 +301,7 @@ func TestGatewayOutcomes(t *testing.T) {
 		assert.Contains(t, string(body), "overloaded")
 		wait(t, done)
 		m := col.Collect(t)
-		assert.Equal(t, float64(1), m.Value(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("503")), "%s", m)
+		assert.Equal(t, float64(1), m.Value(llmmetrics.ServerMetricNames().Requests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("503")), "%s", m)
 	})
 	t.Run("a client that goes away is Canceled", func(t *testing.T) {
 		release := make(chan struct{})
@@ -329,7 +329,7 @@ func TestGatewayOutcomes(t *testing.T) {
 		gw.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(chatBody)))
 		assert.Equal(t, http.StatusBadGateway, w.Code)
 		m := col.Collect(t)
-		assert.Equal(t, float64(1), m.Value(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("502")), "%s", m)
+		assert.Equal(t, float64(1), m.Value(llmmetrics.ServerMetricNames().Requests, llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String("502")), "%s", m)
 	})
 }
 
@@ -345,7 +345,7 @@ func TestGatewayAgainstFakeServer(t *testing.T) {
 	resp.Body.Close()
 	wait(t, done)
 	m := col.Collect(t)
-	names := llmmetrics.RoleServer.MetricNames()
+	names := llmmetrics.ServerMetricNames()
 	assert.Equal(t, map[string]float64{"ok": 1}, m.SumBy(names.Requests, llmmetrics.OutcomeKey))
 	assert.Equal(t, float64(8), m.Value(names.Tokens, semconv.GenAITokenTypeOutput))
 	assert.Equal(t, uint64(7), m.Count(names.ITL), "8 token chunks")

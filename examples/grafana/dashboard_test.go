@@ -304,7 +304,7 @@ func bucketOf(b []float64, v float64) (lo, hi float64) {
 // client-role Tracker on every exporter.
 type feeder struct {
 	trackers []*llmmetrics.Tracker
-	roles    []llmmetrics.Role // the side each tracker measures
+	client   []bool // whether each tracker measures the client side
 	rng      *rand.Rand
 	n        int
 }
@@ -314,12 +314,12 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func newFeeder(t *testing.T, slo llmmetrics.SLO, mps ...*exporter) *feeder {
 	f := &feeder{rng: rand.New(rand.NewPCG(27, 1))}
 	for _, mp := range mps {
-		for _, role := range []llmmetrics.Role{llmmetrics.RoleServer, llmmetrics.RoleClient} {
+		for _, client := range []bool{false, true} {
 			tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(mp.provider), llmmetrics.WithSLO(slo),
 				llmmetrics.WithAttributes(semconv.GenAIRequestModel("m1")), llmmetrics.WithoutWindow())
 			require.NoError(t, err)
 			f.trackers = append(f.trackers, tr)
-			f.roles = append(f.roles, role)
+			f.client = append(f.client, client)
 		}
 	}
 	return f
@@ -336,7 +336,7 @@ func (f *feeder) feed(count int) []llmmetrics.Record {
 		at := start.Add(dur(0.25 * math.Exp(0.4*f.rng.NormFloat64())))
 		reqs := make([]*llmmetrics.Request, len(f.trackers))
 		for j, tr := range f.trackers {
-			if f.roles[j] == llmmetrics.RoleClient {
+			if f.client[j] {
 				reqs[j] = tr.StartClientAt(ctx, start)
 			} else {
 				reqs[j] = tr.StartAt(ctx, start)

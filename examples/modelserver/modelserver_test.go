@@ -60,7 +60,7 @@ func post(t *testing.T, srv *httptest.Server, body string) (*http.Response, stri
 }
 
 func TestModelServer(t *testing.T) {
-	names := llmmetrics.RoleServer.MetricNames()
+	names := llmmetrics.ServerMetricNames()
 	t.Run("streamed", func(t *testing.T) {
 		clock := llmmetricstest.NewClock(time.Time{})
 		srv, col, done := start(t, scriptedModel(clock, 100*time.Millisecond, "Hello", " big", " world"), clock)

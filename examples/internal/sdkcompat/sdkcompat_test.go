@@ -115,8 +115,8 @@ func TestOpenAIGoMiddlewareStreamWithRetry(t *testing.T) {
 	assert.Equal(t, 3, snap.OutputTokens, "N from the usage chunk")
 	assert.Equal(t, 9, snap.InputTokens)
 	m := col.Collect(t)
-	assert.Equal(t, map[string]float64{"503": 1}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, "error.type"))
-	assert.Equal(t, map[string]float64{"gpt-4o-mini": 2}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, "gen_ai.request.model"))
+	assert.Equal(t, map[string]float64{"503": 1}, m.SumBy(llmmetrics.ServerMetricNames().Requests, "error.type"))
+	assert.Equal(t, map[string]float64{"gpt-4o-mini": 2}, m.SumBy(llmmetrics.ServerMetricNames().Requests, "gen_ai.request.model"))
 }
 
 func TestAnthropicMiddlewareWithRetry(t *testing.T) {
@@ -152,6 +152,6 @@ func TestAnthropicMiddlewareWithRetry(t *testing.T) {
 	assert.Equal(t, 16, snap.InputTokens, "input + cache read")
 	assert.Equal(t, 0, snap.TTFT.Count, "no TTFT without a stream")
 	m := col.Collect(t)
-	assert.Equal(t, map[string]float64{"503": 1}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, "error.type"))
-	assert.Equal(t, map[string]float64{"anthropic": 2}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, "gen_ai.provider.name"))
+	assert.Equal(t, map[string]float64{"503": 1}, m.SumBy(llmmetrics.ServerMetricNames().Requests, "error.type"))
+	assert.Equal(t, map[string]float64{"anthropic": 2}, m.SumBy(llmmetrics.ServerMetricNames().Requests, "gen_ai.provider.name"))
 }

@@ -83,8 +83,8 @@ func Run(t *testing.T, call Call, opts Options) {
 			require.Positive(t, st.CompletionTokens)
 			AssertCompleted(t, tr, st, stream && opts.StreamWithoutInputTokens)
 			m := col.Collect(t)
-			assert.Equal(t, 1.0, m.Value(llmmetrics.RoleServer.MetricNames().Requests, llmmetrics.OutcomeKey.String("ok")), m.String())
-			ttfts := m.Count(llmmetrics.RoleClient.MetricNames().TTFT)
+			assert.Equal(t, 1.0, m.Value(llmmetrics.ServerMetricNames().Requests, llmmetrics.OutcomeKey.String("ok")), m.String())
+			ttfts := m.Count(llmmetrics.ClientMetricNames().TTFT)
 			if stream {
 				assert.Equal(t, uint64(1), ttfts, "a stream has a TTFT")
 			} else {
@@ -145,7 +145,7 @@ func AssertFailed(t testing.TB, tr *llmmetrics.Tracker, col *llmmetricstest.Coll
 	assert.Equal(t, 1, s.Failed, "an HTTP error is a failed request")
 	assert.Zero(t, s.Completed)
 	m := col.Collect(t)
-	assert.Equal(t, 1.0, m.Value(llmmetrics.RoleServer.MetricNames().Requests,
+	assert.Equal(t, 1.0, m.Value(llmmetrics.ServerMetricNames().Requests,
 		llmmetrics.OutcomeKey.String("error"), semconv.ErrorTypeKey.String(errType)), m.String())
-	assert.Equal(t, map[string]float64{errType: 1}, m.SumBy(llmmetrics.RoleServer.MetricNames().Requests, semconv.ErrorTypeKey))
+	assert.Equal(t, map[string]float64{errType: 1}, m.SumBy(llmmetrics.ServerMetricNames().Requests, semconv.ErrorTypeKey))
 }

@@ -109,7 +109,7 @@ func compareRates(b, n sample, s settings) []Result {
 			return 0
 		}, false},
 		{"request_throughput", "requests/s", func(r llmmetrics.Record, _ llmmetrics.SLO) float64 { return b2f(ok(r)) }, false},
-		{"goodput", "requests/s", func(r llmmetrics.Record, slo llmmetrics.SLO) float64 { return b2f(slo.Check(r).Met()) }, true},
+		{"goodput", "requests/s", func(r llmmetrics.Record, slo llmmetrics.SLO) float64 { return b2f(slo.Met(r)) }, true},
 	}
 	var out []Result
 	for _, rt := range rs {
@@ -161,7 +161,7 @@ func compareAttainment(b, n sample, s settings) Result {
 	good := func(x sample) (int, int) {
 		g := 0
 		for _, r := range x.recs {
-			if x.slo.Check(r).Met() {
+			if x.slo.Met(r) {
 				g++
 			}
 		}
@@ -204,7 +204,7 @@ func attainments(x sample) []float64 {
 		}
 		g := 0
 		for _, r := range rep {
-			if x.slo.Check(r).Met() {
+			if x.slo.Met(r) {
 				g++
 			}
 		}

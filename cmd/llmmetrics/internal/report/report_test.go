@@ -156,8 +156,8 @@ func TestBadInput(t *testing.T) {
 			"o.jsonl:2: record times out of order: end -100ms before the last token"},
 		{"unknown -format", []string{"-format", "csv", "testdata/records.jsonl"}, `-format "csv": unknown format`},
 		{"no file", nil, "no FILE given"},
-		{"bad objective", []string{"-objective", "p95 ttft", "testdata/records.jsonl"}, "invalid objective"},
-		{"bad slo", []string{"-slo", "ttft=fast", "testdata/records.jsonl"}, "invalid SLO"},
+		{"bad objective", []string{"-objective", "p95 ttft", "testdata/records.jsonl"}, "invalid argument: objective"},
+		{"bad slo", []string{"-slo", "ttft=fast", "testdata/records.jsonl"}, "invalid argument: SLO ttft"},
 		{"second file bad", []string{"testdata/records.jsonl", write("b.jsonl", "{")}, "b.jsonl:1:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
