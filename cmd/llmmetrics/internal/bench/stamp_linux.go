@@ -20,7 +20,11 @@ import (
 // connection: chunks are timed when read (to compare the two methods).
 func dialStamped(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
 	if os.Getenv("LLMMETRICS_TIMING") == "user" {
-		return d.DialContext(ctx, network, addr)
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &writeConn{Conn: c}, nil
 	}
 	dd := *d
 	dd.Control = func(_, _ string, c syscall.RawConn) error {
@@ -38,11 +42,11 @@ func dialStamped(ctx context.Context, d *net.Dialer, network, addr string) (net.
 	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return c, nil
+		return &writeConn{Conn: c}, nil
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {
-		return c, nil
+		return &writeConn{Conn: c}, nil
 	}
 	return &stampConn{TCPConn: tc, rc: rc, oob: make([]byte, syscall.CmsgSpace(16))}, nil
 }
@@ -57,6 +61,12 @@ type stampConn struct {
 	oob  []byte
 	last atomic.Int64 // Unix ns, 0: unknown
 	seq  atomic.Uint64
+	writeStamp
+}
+
+func (c *stampConn) Write(p []byte) (int, error) {
+	c.mark()
+	return c.TCPConn.Write(p)
 }
 
 func (c *stampConn) lastArrival() (int64, uint64) { return c.last.Load(), c.seq.Load() }

@@ -73,7 +73,8 @@ func newBench(o options, e env) (*bench, error) {
 		llmmetrics.WithMeterProvider(metric.NewMeterProvider()), llmmetrics.WithoutWindow(),
 		llmmetrics.WithOnEnd(func(ctx context.Context, r llmmetrics.Record) {
 			if slot, ok := ctx.Value(slotKey{}).(*llmmetrics.Record); ok {
-				*slot = r
+				rt, _ := ctx.Value(timingKey{}).(*reqTiming)
+				*slot = sentStart(r, rt)
 			}
 		}))
 	if err != nil {

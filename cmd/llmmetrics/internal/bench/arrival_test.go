@@ -1,0 +1,79 @@
+package bench
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
+	"github.com/stretchr/testify/assert"
+)
+
+func TestSentStart(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ok := llmmetrics.Record{Start: at(0), FirstToken: at(100), End: at(500)}
+	failed := llmmetrics.Record{Start: at(0), End: at(50)}
+	for _, tc := range []struct {
+		name string
+		rec  llmmetrics.Record
+		sent time.Time
+		want time.Time // the Start after
+	}{
+		{"sent unknown", ok, time.Time{}, at(0)},
+		{"sent after the start, before the first token", ok, at(3), at(3)},
+		{"sent at the first token", ok, at(100), at(100)},
+		{"sent after the first token (another goroutine's clock)", ok, at(101), at(0)},
+		{"sent before the start", ok, t0.Add(-time.Millisecond), at(0)},
+		{"no token: sent before the end", failed, at(20), at(20)},
+		{"no token: sent after the end", failed, at(51), at(0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sentStart(tc.rec, &reqTiming{sent: tc.sent})
+			assert.Equal(t, tc.want, got.Start)
+			assert.Equal(t, tc.rec.FirstToken, got.FirstToken, "only Start moves")
+			assert.Equal(t, tc.rec.End, got.End, "only Start moves")
+		})
+	}
+	assert.Equal(t, ok, sentStart(ok, nil), "no timing: unchanged")
+}
+
+// stubWritten is a connection whose latest write returned at t.
+type stubWritten struct {
+	net.Conn
+	t time.Time
+}
+
+func (c stubWritten) lastWrite() time.Time { return c.t }
+
+func TestSentTime(t *testing.T) {
+	began := time.Now()
+	later := began.Add(2 * time.Millisecond)
+	for _, tc := range []struct {
+		name  string
+		conn  net.Conn
+		wrote time.Duration
+		want  time.Time
+	}{
+		{"the connection's write", stubWritten{t: later}, time.Millisecond, later},
+		{"the connection's write is the previous request's: WroteRequest", stubWritten{t: began.Add(-time.Second)}, time.Millisecond, began.Add(time.Millisecond)},
+		{"a connection bench did not dial: WroteRequest", &net.TCPConn{}, 3 * time.Millisecond, began.Add(3 * time.Millisecond)},
+		{"nothing written", nil, 0, time.Time{}},
+		{"no write yet on the connection", stubWritten{}, 0, time.Time{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.True(t, tc.want.Equal(sentTime(tc.conn, began, tc.wrote)), "got %v, want %v", sentTime(tc.conn, began, tc.wrote), tc.want)
+		})
+	}
+}
+
+func TestWriteStamp(t *testing.T) {
+	var w writeStamp
+	assert.True(t, w.lastWrite().IsZero(), "no write yet")
+	before := time.Now()
+	w.mark()
+	after := time.Now()
+	got := w.lastWrite()
+	assert.False(t, got.Before(before) || got.After(after), "%v not within [%v, %v]", got, before, after)
+	assert.NotEqual(t, got, got.Round(0), "the time keeps its monotonic reading")
+}
