@@ -37,12 +37,12 @@ func (t arrivalTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	began := time.Now()
 	var conn atomic.Pointer[net.Conn]
-	var wrote atomic.Int64 // WroteRequest's time, ns after began
+	var wrote atomic.Int64 // WroteRequest's time: 1 + ns after began; 0: not yet
 	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
 		GotConn: func(i httptrace.GotConnInfo) { conn.Store(&i.Conn) },
 		WroteRequest: func(i httptrace.WroteRequestInfo) {
 			if i.Err == nil {
-				wrote.Store(int64(max(time.Since(began), 1)))
+				wrote.Store(1 + int64(time.Since(began)))
 			}
 		},
 	})
@@ -51,7 +51,7 @@ func (t arrivalTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if p := conn.Load(); p != nil {
 		c = *p
 	}
-	rt.sent = sentTime(c, began, time.Duration(wrote.Load()))
+	rt.sent = sentTime(c, began, wrote.Load() != 0, time.Duration(wrote.Load()-1))
 	if err != nil || resp == nil || resp.Body == nil || resp.Body == http.NoBody {
 		return resp, err
 	}
@@ -75,13 +75,13 @@ func (t arrivalTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // A write is timed as it starts, not as it returns: on loopback the
 // write call delivers the bytes to the server and can return after the
 // server has answered and the answer has been read.
-func sentTime(c net.Conn, began time.Time, wrote time.Duration) time.Time {
+func sentTime(c net.Conn, began time.Time, written bool, wrote time.Duration) time.Time {
 	if w, ok := c.(writeStamped); ok {
 		if t := w.lastWrite(); t.After(began) {
 			return t
 		}
 	}
-	if wrote > 0 {
+	if written {
 		return began.Add(wrote)
 	}
 	return time.Time{}
@@ -118,16 +118,16 @@ var clockBase = time.Now()
 
 // writeStamp keeps the start of a connection's latest write (safe for
 // concurrent use: net/http writes on its write loop, the round trip asks).
-type writeStamp struct{ ns atomic.Int64 } // after clockBase; 0: none
+type writeStamp struct{ ns atomic.Int64 } // 1 + ns after clockBase; 0: none
 
-func (w *writeStamp) mark() { w.ns.Store(int64(max(time.Since(clockBase), 1))) }
+func (w *writeStamp) mark() { w.ns.Store(1 + int64(time.Since(clockBase))) }
 
 func (w *writeStamp) lastWrite() time.Time {
 	n := w.ns.Load()
 	if n == 0 {
 		return time.Time{}
 	}
-	return clockBase.Add(time.Duration(n))
+	return clockBase.Add(time.Duration(n - 1))
 }
 
 // writeConn is a connection without receive timestamps that keeps the

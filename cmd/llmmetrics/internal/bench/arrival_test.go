@@ -52,17 +52,19 @@ func TestSentTime(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		conn  net.Conn
-		wrote time.Duration
+		wrote time.Duration // -1: WroteRequest did not fire
 		want  time.Time
 	}{
 		{"the connection's write", stubWritten{t: later}, time.Millisecond, later},
 		{"the connection's write is the previous request's: WroteRequest", stubWritten{t: began.Add(-time.Second)}, time.Millisecond, began.Add(time.Millisecond)},
 		{"a connection bench did not dial: WroteRequest", &net.TCPConn{}, 3 * time.Millisecond, began.Add(3 * time.Millisecond)},
-		{"nothing written", nil, 0, time.Time{}},
-		{"no write yet on the connection", stubWritten{}, 0, time.Time{}},
+		{"WroteRequest at once (a fake clock)", nil, 0, began},
+		{"nothing written", nil, -1, time.Time{}},
+		{"no write yet on the connection", stubWritten{}, -1, time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.True(t, tc.want.Equal(sentTime(tc.conn, began, tc.wrote)), "got %v, want %v", sentTime(tc.conn, began, tc.wrote), tc.want)
+			got := sentTime(tc.conn, began, tc.wrote >= 0, tc.wrote)
+			assert.True(t, tc.want.Equal(got), "got %v, want %v", got, tc.want)
 		})
 	}
 }
