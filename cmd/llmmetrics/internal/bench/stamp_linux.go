@@ -84,6 +84,18 @@ func (c *stampConn) Write(p []byte) (int, error) {
 	return c.TCPConn.Write(p)
 }
 
+// ReadFrom and WriteTo hide *net.TCPConn's, which read and write the
+// socket directly: net/http copies a request's body with ReadFrom (past
+// its first few KB), and each write must pass through Write to be timed,
+// each read through Read to keep its timestamp.
+func (c *stampConn) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(struct{ io.Writer }{c}, r)
+}
+
+func (c *stampConn) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, struct{ io.Reader }{c})
+}
+
 func (c *stampConn) lastArrival() (int64, uint64) { return c.last.Load(), c.seq.Load() }
 
 func (c *stampConn) Read(p []byte) (int, error) {
