@@ -1,12 +1,20 @@
 package bench
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestSentStart(t *testing.T) {
@@ -78,4 +86,49 @@ func TestWriteStamp(t *testing.T) {
 	got := w.lastWrite()
 	assert.False(t, got.Before(before) || got.After(after), "%v not within [%v, %v]", got, before, after)
 	assert.NotEqual(t, got, got.Round(0), "the time keeps its monotonic reading")
+}
+
+func TestMaxStreams(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"the highest concurrency", []string{"-concurrency", "1,4,16"}, 16},
+		{"the automatic sweep", nil, maxAutoConcurrency},
+		{"a search: 256 times its start", []string{"-concurrency", "8", "-search"}, 8 * maxAutoConcurrency},
+		{"rates: no fixed number", []string{"-rates", "1,2"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := parseFlags(tc.args, io.Discard)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, o.maxStreams())
+		})
+	}
+}
+
+// TestConnectionsReused: a closed loop holds one connection per client:
+// a client's next request waits for its connection to come back rather
+// than dialing another (net/http puts it back on another goroutine).
+func TestConnectionsReused(t *testing.T) {
+	const concurrency = 32
+	var mu sync.Mutex
+	conns := map[string]bool{} // the client ends of the chat requests' connections
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		conns[r.RemoteAddr] = true
+		mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body)
+		streamAnswer(w, 4)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-url", srv.URL + "/v1", "-model", "m", "-concurrency", fmt.Sprint(concurrency),
+		"-requests", fmt.Sprint(8 * concurrency), "-warmup", fmt.Sprint(concurrency), "-repeats", "1", "-out", t.TempDir()}, realEnv(t, &stdout, &stderr))
+	require.Equal(t, exitOK, code, "stderr: %s", stderr.String())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.LessOrEqual(t, len(conns), concurrency, "connections that carried a chat request")
 }
