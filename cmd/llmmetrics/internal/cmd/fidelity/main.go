@@ -271,7 +271,6 @@ func rss() uint64 {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-func msf(d time.Duration) string { return fmt.Sprintf("%.2f ms", ms(d)) }
 
 // pct is the p-th percentile (numpy's linear interpolation).
 func pct(xs []time.Duration, p float64) time.Duration {
