@@ -17,7 +17,10 @@
 // (-timing: kernel receive timestamps, or LLMMETRICS_TIMING=user) and
 // compares the measured wave with the server's record of the same
 // requests (the server skips the first N arrivals: the warm-up wave).
-// Its table: TTFT p50/p99 and ITL p50/p99 of the truth and of bench;
+// Its table: TTFT p50/p99 and ITL p50/p99 of the truth and of bench; the
+// truth's TTFT p50 timed from the kernel's arrival of the request at the
+// server's socket (as bench's runs from its write to the socket: the
+// server's own delay before its handler runs is in both);
 // "write→handler", the time from the client's write of a request to the
 // server's handler entry (the server's own read lag, inside bench's TTFT
 // and outside the truth's); "first read", bench's first-token time minus
@@ -94,7 +97,12 @@ func main() {
 // truth is what the server recorded for the measured requests.
 type truth struct {
 	TTFT []time.Duration `json:"ttft_ns"` // first chunk flushed − handler entered
-	ITL  []time.Duration `json:"itl_ns"`  // gaps between consecutive chunks flushed
+	// TTFTArrival: first chunk flushed − the kernel's arrival of the
+	// request's bytes at the server's socket, the server's TTFT timed at
+	// the socket as bench's is (from the write of the request's last
+	// bytes to the arrival of the first token's).
+	TTFTArrival []time.Duration `json:"ttft_from_arrival_ns"`
+	ITL         []time.Duration `json:"itl_ns"` // gaps between consecutive chunks flushed
 	// Conns counts the connections opened since the reset: one per stream
 	// when the client reuses its warm-up connections.
 	Conns int `json:"conns"`
@@ -141,8 +149,8 @@ func runLadder(ctx context.Context, ladder, timing string, tokens int, every, tt
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("client GOMAXPROCS %d (pin it with taskset -c 0), server on CPU %s, %d chunks every %v after a %v TTFT; load average %s\n",
 		runtime.GOMAXPROCS(0), cpu, tokens, every, ttft, strings.Join(strings.Fields(string(load))[:3], " "))
-	fmt.Println("| streams | timing | TTFT p50 truth / bench (Δ) | TTFT p99 truth / bench (Δ) | ITL p50 truth / bench (Δ) | ITL p99 truth / bench (Δ) | write→handler p50 | first read p50 | requests | connections | client CPU per chunk | peak RSS per stream |")
-	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| streams | timing | TTFT p50 truth / bench (Δ) | TTFT p99 truth / bench (Δ) | TTFT p50 truth from arrival (Δ) | ITL p50 truth / bench (Δ) | ITL p99 truth / bench (Δ) | write→handler p50 | first read p50 | requests | connections | client CPU per chunk | peak RSS per stream |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, n := range rungs {
 		for _, m := range methods {
 			if err := runRung(ctx, hc, base, n, m, tokens); err != nil {
@@ -225,8 +233,13 @@ func runRung(ctx context.Context, hc *http.Client, base string, n int, m string,
 		c, _ := h.Percentile(p)
 		return fmt.Sprintf("%.2f / %.2f (%+.2f) ms", ms(t), ms(c), ms(c-t))
 	}
-	fmt.Printf("| %d | %s | %s | %s | %s | %s | %.2f ms | %.2f ms | %d/%d ok | %d | %.1f µs | %.0f KB |\n", n, m,
-		col(tr.TTFT, s.TTFT, 50), col(tr.TTFT, s.TTFT, 99), col(tr.ITL, s.ITL, 50), col(tr.ITL, s.ITL, 99),
+	arrival := "-"
+	if len(tr.TTFTArrival) > 0 {
+		c, _ := s.TTFT.Percentile(50)
+		arrival = fmt.Sprintf("%.2f (%+.2f) ms", ms(pct(tr.TTFTArrival, 50)), ms(c-pct(tr.TTFTArrival, 50)))
+	}
+	fmt.Printf("| %d | %s | %s | %s | %s | %s | %s | %.2f ms | %.2f ms | %d/%d ok | %d | %.1f µs | %.0f KB |\n", n, m,
+		col(tr.TTFT, s.TTFT, 50), col(tr.TTFT, s.TTFT, 99), arrival, col(tr.ITL, s.ITL, 50), col(tr.ITL, s.ITL, 99),
 		ms(sendDelay(recs, tr)), ms(readDelay(recs, tr)), s.Completed, s.Requests, tr.Conns,
 		float64(used)/1e3/float64(2*n*tokens), float64(peak)/1024/float64(n))
 	fmt.Printf("|   | | client timing (its own report): %s |\n", ct)

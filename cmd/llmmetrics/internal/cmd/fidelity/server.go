@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -22,9 +23,13 @@ type server struct {
 }
 
 type reqTimes struct {
-	start  time.Time
-	chunks []time.Time
+	start   time.Time
+	arrived time.Time // the kernel's receive time of the request's bytes (zero: unknown)
+	chunks  []time.Time
 }
+
+// connKey is the context key of a request's *serverConn.
+type connKey struct{}
 
 func runServer(addr string, tokens int, every, ttft time.Duration) error {
 	ln, err := net.Listen("tcp", addr)
@@ -36,13 +41,18 @@ func runServer(addr string, tokens int, every, ttft time.Duration) error {
 	mux.HandleFunc("POST /v1/chat/completions", s.stream)
 	mux.HandleFunc("GET /truth", s.truth)
 	fmt.Println(ln.Addr().String())
-	return (&http.Server{Handler: mux, ConnState: func(_ net.Conn, st http.ConnState) {
+	return (&http.Server{Handler: mux, ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+		if sc, ok := c.(*serverConn); ok {
+			return context.WithValue(ctx, connKey{}, sc)
+		}
+		return ctx
+	}, ConnState: func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			s.mu.Lock()
 			s.conns++
 			s.mu.Unlock()
 		}
-	}}).Serve(ln)
+	}}).Serve(stampListener{ln})
 }
 
 var (
@@ -52,6 +62,9 @@ var (
 
 func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	rt := &reqTimes{start: time.Now(), chunks: make([]time.Time, 0, s.tokens)}
+	if sc, ok := r.Context().Value(connKey{}).(*serverConn); ok {
+		rt.arrived = sc.arrived() // the latest read carried the request (one at a time per connection)
+	}
 	s.mu.Lock()
 	s.reqs = append(s.reqs, rt)
 	s.mu.Unlock()
@@ -92,6 +105,9 @@ func (s *server) truth(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		t.TTFT = append(t.TTFT, rt.chunks[0].Sub(rt.start))
+		if !rt.arrived.IsZero() {
+			t.TTFTArrival = append(t.TTFTArrival, rt.chunks[0].Sub(rt.arrived))
+		}
 		t.Entered = append(t.Entered, rt.start.UnixNano())
 		t.FirstSent = append(t.FirstSent, rt.chunks[0].UnixNano())
 		for j := 1; j < len(rt.chunks); j++ {
