@@ -80,9 +80,7 @@ func (c *serverConn) Read(p []byte) (int, error) {
 	if c.n == 0 {
 		return 0, io.EOF
 	}
-	if t := timestampNS(c.oob[:c.oobn]); t != 0 {
-		c.last.Store(t)
-	}
+	c.last.Store(timestampNS(c.oob[:c.oobn])) // 0 when the read had none: not a stale time
 	return c.n, nil
 }
 
