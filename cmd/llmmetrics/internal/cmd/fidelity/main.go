@@ -1,7 +1,7 @@
 // Command fidelity measures how far llmmetrics bench's timing is from a
 // server's truth as concurrency grows: a truth server (a child process on
 // another core) streams OpenAI chat chunks on a fixed schedule and records
-// when each chunk left (after its Flush); llmmetrics bench, in this
+// when each chunk left (just before its write); llmmetrics bench, in this
 // process, measures the same streams through llmmetrics.NewTransport; the
 // two distributions are compared per rung of the ladder.
 //
@@ -96,8 +96,8 @@ func main() {
 
 // truth is what the server recorded for the measured requests.
 type truth struct {
-	TTFT []time.Duration `json:"ttft_ns"` // first chunk flushed − handler entered
-	// TTFTArrival: first chunk flushed − the kernel's arrival of the
+	TTFT []time.Duration `json:"ttft_ns"` // first chunk written − handler entered
+	// TTFTArrival: first chunk written − the kernel's arrival of the
 	// request's bytes at the server's socket, the server's TTFT timed at
 	// the socket as bench's is (from the write of the request's last
 	// bytes to the arrival of the first token's).

@@ -12,7 +12,8 @@ import (
 )
 
 // server streams chat completion chunks on a fixed schedule and records,
-// per request in arrival order, when each chunk left (after Flush).
+// per request in arrival order, when each chunk left (just before its
+// write and Flush).
 type server struct {
 	tokens      int
 	every, ttft time.Duration
@@ -75,11 +76,15 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 	next := rt.start.Add(s.ttft)
 	for range s.tokens {
 		time.Sleep(time.Until(next))
+		// Timed just before the write: after it, the goroutine may wait
+		// for the processor for as long as the server is behind (the
+		// write's system call can hand the processor to another), and a
+		// time taken then is late by that wait, not the chunk.
+		rt.chunks = append(rt.chunks, time.Now())
 		if _, err := w.Write(contentChunk); err != nil {
 			return
 		}
 		fl.Flush()
-		rt.chunks = append(rt.chunks, time.Now())
 		next = next.Add(s.every)
 	}
 	usage := fmt.Sprintf(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"truth","choices":[],"usage":{"prompt_tokens":10,"completion_tokens":%d,"total_tokens":%d}}`+"\n\ndata: [DONE]\n\n", s.tokens, s.tokens+10)
