@@ -65,6 +65,14 @@ func (t arrivalTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// CloseIdleConnections closes the base transport's idle connections
+// (http.Client.CloseIdleConnections reaches it through NewTransport's).
+func (t arrivalTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // sentTime is when a request's last bytes were handed to the kernel: the
 // start of its connection's latest write when bench dialed the connection
 // (a plain TCP connection: HTTP/1.1 carries one request at a time, and

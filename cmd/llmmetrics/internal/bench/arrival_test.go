@@ -132,3 +132,23 @@ func TestConnectionsReused(t *testing.T) {
 	defer mu.Unlock()
 	assert.LessOrEqual(t, len(conns), concurrency, "connections that carried a chat request")
 }
+
+// closeCounter counts CloseIdleConnections calls.
+type closeCounter struct {
+	http.RoundTripper
+	n int
+}
+
+func (c *closeCounter) CloseIdleConnections() { c.n++ }
+
+// TestCloseIdleConnections: closing the measured client's idle
+// connections reaches the base transport through NewTransport and
+// arrivalTransport (a run in a longer-lived process leaves none open).
+func TestCloseIdleConnections(t *testing.T) {
+	base := &closeCounter{}
+	tracker, err := llmmetrics.NewTracker(llmmetrics.WithoutWindow())
+	require.NoError(t, err)
+	hc := &http.Client{Transport: llmmetrics.NewTransport(tracker, arrivalTransport{base})}
+	hc.CloseIdleConnections()
+	assert.Equal(t, 1, base.n)
+}

@@ -35,6 +35,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -106,6 +107,8 @@ type truth struct {
 	// Conns counts the connections opened since the reset: one per stream
 	// when the client reuses its warm-up connections.
 	Conns int `json:"conns"`
+	// Open counts the server's connections open now.
+	Open int `json:"open"`
 	// Entered and FirstSent are the wall-clock times (Unix ns) each
 	// request's handler was entered and its first chunk left: the same
 	// clock as the client's Record.Start and FirstToken (one machine), so
@@ -191,6 +194,9 @@ func parseMethods(timing string) ([]string, error) {
 // runRung runs bench at n streams with the timing method m and prints its
 // row against the truth server's record.
 func runRung(ctx context.Context, hc *http.Client, base string, n int, m string, tokens int) error {
+	if err := waitClosed(ctx, hc, base); err != nil {
+		return err
+	}
 	if _, err := get(hc, base+"/truth?reset=1"); err != nil {
 		return err
 	}
@@ -244,6 +250,32 @@ func runRung(ctx context.Context, hc *http.Client, base string, n int, m string,
 		float64(used)/1e3/float64(2*n*tokens), float64(peak)/1024/float64(n))
 	fmt.Printf("|   | | client timing (its own report): %s |\n", ct)
 	return nil
+}
+
+// waitClosed waits until the server has closed the previous rung's
+// connections (all but a few: the one asking, the idle one of bench's
+// probe of /tokenize), for up to a minute: at 10,000 streams the server's
+// open files would otherwise hold both rungs'.
+func waitClosed(ctx context.Context, hc *http.Client, base string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, err := get(hc, base+"/truth?skip="+strconv.Itoa(math.MaxInt))
+		if err != nil {
+			return err
+		}
+		var tr truth
+		if err := json.Unmarshal(b, &tr); err != nil {
+			return err
+		}
+		if tr.Open <= 16 || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // watchRSS samples the process's resident memory every 50 ms until the

@@ -21,6 +21,7 @@ type server struct {
 	mu    sync.Mutex
 	reqs  []*reqTimes
 	conns int // connections opened since the last reset
+	open  int // connections open now
 }
 
 type reqTimes struct {
@@ -48,11 +49,15 @@ func runServer(addr string, tokens int, every, ttft time.Duration) error {
 		}
 		return ctx
 	}, ConnState: func(_ net.Conn, st http.ConnState) {
-		if st == http.StateNew {
-			s.mu.Lock()
+		s.mu.Lock()
+		switch st {
+		case http.StateNew:
 			s.conns++
-			s.mu.Unlock()
+			s.open++
+		case http.StateClosed, http.StateHijacked:
+			s.open--
 		}
+		s.mu.Unlock()
 	}}).Serve(stampListener{ln})
 }
 
@@ -104,7 +109,7 @@ func (s *server) truth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	skip, _ := strconv.Atoi(r.URL.Query().Get("skip"))
-	t := truth{Conns: s.conns}
+	t := truth{Conns: s.conns, Open: s.open}
 	for i, rt := range s.reqs {
 		if i < skip || len(rt.chunks) != s.tokens {
 			continue
