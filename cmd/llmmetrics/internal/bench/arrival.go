@@ -9,6 +9,8 @@ import (
 	"net/http/httptrace"
 	"sync/atomic"
 	"time"
+
+	"github.com/llmmetrics/llmmetrics"
 )
 
 // stamped is a connection that knows when the kernel received the bytes
@@ -22,8 +24,10 @@ type stamped interface {
 // arrivalTransport sits under llmmetrics.NewTransport: it gives each
 // answer a body whose ArrivalTime is the kernel's receive time of the
 // bytes last read from the request's connection, so the library times
-// chunks by their arrival (llmmetrics.ArrivalTimer). It also records each
-// request's arrival lags in its *reqTiming (the context's timingKey).
+// chunks by their arrival (llmmetrics.ArrivalTimer). It also records in
+// each request's *reqTiming (the context's timingKey) its arrival lags and
+// when its last bytes were written (sent: the Record's Start, see
+// sentStart).
 type arrivalTransport struct{ base http.RoundTripper }
 
 func (t arrivalTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -31,24 +35,119 @@ func (t arrivalTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rt == nil {
 		return t.base.RoundTrip(req)
 	}
-	var conn atomic.Pointer[stamped]
-	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
-		if c, ok := i.Conn.(stamped); ok {
-			conn.Store(&c)
-		}
-	}})
+	began := time.Now()
+	var conn atomic.Pointer[net.Conn]
+	var wrote atomic.Int64 // WroteRequest's time: 1 + ns after began; 0: not yet
+	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { conn.Store(&i.Conn) },
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				wrote.Store(1 + int64(time.Since(began)))
+			}
+		},
+	})
 	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	var c net.Conn
+	if p := conn.Load(); p != nil {
+		c = *p
+	}
+	rt.sent = sentTime(c, began, wrote.Load() != 0, time.Duration(wrote.Load()-1))
 	if err != nil || resp == nil || resp.Body == nil || resp.Body == http.NoBody {
 		return resp, err
 	}
 	b := &arrivalBody{ReadCloser: resp.Body, rt: rt}
-	if c := conn.Load(); c != nil {
-		b.conn = *c
+	if s, ok := c.(stamped); ok {
+		b.conn = s
 	} else {
 		rt.note = "chunks were timed when read: the connection has no kernel receive timestamps (TLS, a proxy, or not Linux)"
 	}
 	resp.Body = b
 	return resp, nil
+}
+
+// CloseIdleConnections closes the base transport's idle connections
+// (http.Client.CloseIdleConnections reaches it through NewTransport's).
+func (t arrivalTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// sentTime is when a request's last bytes were handed to the kernel: the
+// start of its connection's latest write when bench dialed the connection
+// (a plain TCP connection: HTTP/1.1 carries one request at a time, and
+// the answer follows the request), else the moment net/http reported the
+// request written (WroteRequest, wrote after began: its last few KB are
+// still in its buffer, written right after), else zero.
+//
+// A write is timed as it starts, not as it returns: on loopback the
+// write call delivers the bytes to the server and can return after the
+// server has answered and the answer has been read.
+func sentTime(c net.Conn, began time.Time, written bool, wrote time.Duration) time.Time {
+	if w, ok := c.(writeStamped); ok {
+		if t := w.lastWrite(); t.After(began) {
+			return t
+		}
+	}
+	if written {
+		return began.Add(wrote)
+	}
+	return time.Time{}
+}
+
+// sentStart is r with its Start moved to when the request's last bytes
+// were written (rt.sent), so TTFT and E2EL run from the moment the server
+// could have the whole request, and the client's own delays before it
+// (building the request, waiting for a connection, the write loop's turn,
+// the write itself) count as send lag (sent minus scheduled). A sent time
+// before Start, or after the first token or the end (clocks read on other
+// goroutines), leaves Start as it is.
+func sentStart(r llmmetrics.Record, rt *reqTiming) llmmetrics.Record {
+	if rt == nil || rt.sent.IsZero() || !rt.sent.After(r.Start) {
+		return r
+	}
+	limit := r.End
+	if !r.FirstToken.IsZero() {
+		limit = r.FirstToken
+	}
+	if !limit.IsZero() && rt.sent.After(limit) {
+		return r
+	}
+	r.Start = rt.sent
+	return r
+}
+
+// writeStamped is a connection that knows when its latest write started.
+type writeStamped interface{ lastWrite() time.Time }
+
+// clockBase anchors writeStamp's times: an offset from it keeps the
+// monotonic reading of time.Now in one atomic word.
+var clockBase = time.Now()
+
+// writeStamp keeps the start of a connection's latest write (safe for
+// concurrent use: net/http writes on its write loop, the round trip asks).
+type writeStamp struct{ ns atomic.Int64 } // 1 + ns after clockBase; 0: none
+
+func (w *writeStamp) mark() { w.ns.Store(1 + int64(time.Since(clockBase))) }
+
+func (w *writeStamp) lastWrite() time.Time {
+	n := w.ns.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return clockBase.Add(time.Duration(n - 1))
+}
+
+// writeConn is a connection without receive timestamps that keeps the
+// start of its latest write (LLMMETRICS_TIMING=user, other systems).
+type writeConn struct {
+	net.Conn
+	writeStamp
+}
+
+func (c *writeConn) Write(p []byte) (int, error) {
+	c.mark()
+	return c.Conn.Write(p)
 }
 
 // arrivalBody is an answer's body that reports its bytes' arrival.

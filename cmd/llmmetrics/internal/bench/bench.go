@@ -384,13 +384,10 @@ const spareFiles = 64
 // of streams; they are not checked.
 func checkOpenFiles(o options, openFiles func() (uint64, bool)) error {
 	limit, ok := openFiles()
-	if !ok || o.mode != ModeConcurrency {
+	if !ok || o.maxStreams() == 0 {
 		return nil
 	}
-	streams := uint64(o.loads[len(o.loads)-1])
-	if o.search {
-		streams = uint64(maxAutoConcurrency * max(1, o.loads[0]))
-	}
+	streams := uint64(o.maxStreams())
 	perStream := uint64(1)
 	if o.url == "" {
 		perStream = 2
@@ -400,6 +397,19 @@ func checkOpenFiles(o options, openFiles func() (uint64, bool)) error {
 		return nil
 	}
 	return usagef("concurrency %d needs about %d open files, and the limit is %d: raise it (ulimit -n %d) or lower the concurrency", streams, need, limit, need)
+}
+
+// maxStreams is the most streams a run holds at once: its highest
+// concurrency (with -search, 256× its start); 0 with rates, which have no
+// fixed number of streams.
+func (o options) maxStreams() int {
+	switch {
+	case o.mode != ModeConcurrency || len(o.loads) == 0:
+		return 0
+	case o.search:
+		return int(maxAutoConcurrency * max(1, o.loads[0]))
+	}
+	return int(o.loads[len(o.loads)-1])
 }
 
 // newHTTPTransport returns the base transport of the measured client: one

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // dialStamped dials a TCP connection with SO_TIMESTAMPNS set, whose reads
@@ -20,7 +21,11 @@ import (
 // connection: chunks are timed when read (to compare the two methods).
 func dialStamped(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
 	if os.Getenv("LLMMETRICS_TIMING") == "user" {
-		return d.DialContext(ctx, network, addr)
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &writeConn{Conn: c}, nil
 	}
 	dd := *d
 	dd.Control = func(_, _ string, c syscall.RawConn) error {
@@ -38,13 +43,13 @@ func dialStamped(ctx context.Context, d *net.Dialer, network, addr string) (net.
 	}
 	tc, ok := c.(*net.TCPConn)
 	if !ok {
-		return c, nil
+		return &writeConn{Conn: c}, nil
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {
-		return c, nil
+		return &writeConn{Conn: c}, nil
 	}
-	return &stampConn{TCPConn: tc, rc: rc, oob: make([]byte, syscall.CmsgSpace(16))}, nil
+	return newStampConn(tc, rc), nil
 }
 
 // stampConn reads with recvmsg and keeps the SCM_TIMESTAMPNS of its latest
@@ -57,6 +62,38 @@ type stampConn struct {
 	oob  []byte
 	last atomic.Int64 // Unix ns, 0: unknown
 	seq  atomic.Uint64
+	writeStamp
+
+	// The read in progress: recvmsg's arguments and results, kept here
+	// so that the function given to RawConn.Read (recv, bound once at
+	// dial time) captures nothing and a Read allocates nothing.
+	p       []byte
+	n, oobn int
+	rerr    error
+	recv    func(fd uintptr) bool
+}
+
+func newStampConn(tc *net.TCPConn, rc syscall.RawConn) *stampConn {
+	c := &stampConn{TCPConn: tc, rc: rc, oob: make([]byte, syscall.CmsgSpace(16))}
+	c.recv = c.recvmsg
+	return c
+}
+
+func (c *stampConn) Write(p []byte) (int, error) {
+	c.mark()
+	return c.TCPConn.Write(p)
+}
+
+// ReadFrom and WriteTo hide *net.TCPConn's, which read and write the
+// socket directly: net/http copies a request's body with ReadFrom (past
+// its first few KB), and each write must pass through Write to be timed,
+// each read through Read to keep its timestamp.
+func (c *stampConn) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(struct{ io.Writer }{c}, r)
+}
+
+func (c *stampConn) WriteTo(w io.Writer) (int64, error) {
+	return io.Copy(w, struct{ io.Reader }{c})
 }
 
 func (c *stampConn) lastArrival() (int64, uint64) { return c.last.Load(), c.seq.Load() }
@@ -65,16 +102,10 @@ func (c *stampConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n, oobn int
-	var rerr error
-	err := c.rc.Read(func(fd uintptr) bool {
-		for {
-			n, oobn, _, _, rerr = syscall.Recvmsg(int(fd), p, c.oob, 0)
-			if rerr != syscall.EINTR {
-				return rerr != syscall.EAGAIN
-			}
-		}
-	})
+	c.p = p
+	err := c.rc.Read(c.recv)
+	c.p = nil
+	n, oobn, rerr := c.n, c.oobn, c.rerr
 	if err == nil && rerr != nil {
 		err = os.NewSyscallError("recvmsg", rerr)
 	}
@@ -87,6 +118,17 @@ func (c *stampConn) Read(p []byte) (int, error) {
 	c.last.Store(receiveTime(c.oob[:oobn]))
 	c.seq.Add(1)
 	return n, nil
+}
+
+// recvmsg is RawConn.Read's function: true when done, false to wait for
+// the socket to be readable.
+func (c *stampConn) recvmsg(fd uintptr) bool {
+	for {
+		c.n, c.oobn, _, _, c.rerr = syscall.Recvmsg(int(fd), c.p, c.oob, 0)
+		if c.rerr != syscall.EINTR {
+			return c.rerr != syscall.EAGAIN
+		}
+	}
 }
 
 var errNoStamp = errors.New("no SCM_TIMESTAMPNS")
@@ -103,22 +145,33 @@ func receiveTime(oob []byte) int64 {
 
 // parseTimestampNS returns the time in the SCM_TIMESTAMPNS message of
 // oob: a struct timespec, two native-endian words of 8 bytes (or 4 on a
-// 32-bit system).
+// 32-bit system). It walks the control messages as
+// syscall.ParseSocketControlMessage does, without allocating (that one
+// returns a new slice: an allocation per read).
 func parseTimestampNS(oob []byte) (time.Time, error) {
-	msgs, err := syscall.ParseSocketControlMessage(oob)
-	if err != nil {
-		return time.Time{}, err
-	}
-	for _, m := range msgs {
-		if m.Header.Level != syscall.SOL_SOCKET || m.Header.Type != syscall.SCM_TIMESTAMPNS {
-			continue
+	hdr := syscall.CmsgLen(0) // the header, aligned
+	for len(oob) >= hdr {
+		h := (*syscall.Cmsghdr)(unsafe.Pointer(&oob[0]))
+		l := int(h.Len)
+		if l < hdr || l > len(oob) {
+			return time.Time{}, syscall.EINVAL
 		}
-		switch d := m.Data; len(d) {
-		case 16:
-			return time.Unix(int64(binary.NativeEndian.Uint64(d)), int64(binary.NativeEndian.Uint64(d[8:]))), nil
-		case 8:
-			return time.Unix(int64(int32(binary.NativeEndian.Uint32(d))), int64(int32(binary.NativeEndian.Uint32(d[4:])))), nil
+		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS {
+			switch d := oob[hdr:l]; len(d) {
+			case 16:
+				return time.Unix(int64(binary.NativeEndian.Uint64(d)), int64(binary.NativeEndian.Uint64(d[8:]))), nil
+			case 8:
+				return time.Unix(int64(int32(binary.NativeEndian.Uint32(d))), int64(int32(binary.NativeEndian.Uint32(d[4:])))), nil
+			}
 		}
+		oob = oob[min(cmsgAlign(l), len(oob)):]
 	}
 	return time.Time{}, errNoStamp
+}
+
+// cmsgAlign rounds a control message's length up to the alignment of the
+// next one (a native word on Linux).
+func cmsgAlign(l int) int {
+	const a = int(unsafe.Sizeof(uintptr(0)))
+	return (l + a - 1) &^ (a - 1)
 }

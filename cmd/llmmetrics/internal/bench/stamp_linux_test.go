@@ -6,8 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -126,4 +129,50 @@ func TestKernelStampsOnLoopback(t *testing.T) {
 	var s timingSamples
 	s.add(rec, &rt)
 	assert.Equal(t, "kernel", s.summary().Method)
+}
+
+// TestSentOnLoopback sends a request over a real loopback connection with
+// either timing method: its sent time is that of the connection's write,
+// after the round trip began and before the server's answer was read.
+func TestSentOnLoopback(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"t\"}}]}\n\ndata: [DONE]\n\n")
+	}))
+	defer srv.Close()
+	for _, method := range []string{"kernel", "user"} {
+		t.Run(method, func(t *testing.T) {
+			t.Setenv("LLMMETRICS_TIMING", method)
+			var rec llmmetrics.Record
+			tracker, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(metric.NewMeterProvider()), llmmetrics.WithoutWindow(),
+				llmmetrics.WithOnEnd(func(ctx context.Context, r llmmetrics.Record) {
+					rec = sentStart(r, ctx.Value(timingKey{}).(*reqTiming))
+				}))
+			require.NoError(t, err)
+			base := newHTTPTransport()
+			defer base.CloseIdleConnections()
+			var conn net.Conn
+			trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { conn = i.Conn }}
+			hc := &http.Client{Transport: llmmetrics.NewTransport(tracker, arrivalTransport{base})}
+			var rt reqTiming
+			ctx := httptrace.WithClientTrace(context.WithValue(context.Background(), timingKey{}, &rt), trace)
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions", strings.NewReader(`{"model":"m","stream":true}`))
+			require.NoError(t, err)
+			began := time.Now()
+			resp, err := hc.Do(req)
+			require.NoError(t, err)
+			_, err = io.Copy(io.Discard, resp.Body)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+
+			w, ok := conn.(writeStamped)
+			require.True(t, ok, "bench's dialer keeps the writes' time (%T)", conn)
+			require.False(t, rt.sent.IsZero())
+			assert.True(t, rt.sent.Equal(w.lastWrite()), "sent %v is the connection's latest write %v", rt.sent, w.lastWrite())
+			assert.True(t, rt.sent.After(began), "sent %v after the round trip began %v", rt.sent, began)
+			assert.True(t, rec.Start.Equal(rt.sent), "the Record starts when the request was written")
+			assert.False(t, rec.FirstToken.Before(rec.Start))
+		})
+	}
 }

@@ -73,7 +73,8 @@ func newBench(o options, e env) (*bench, error) {
 		llmmetrics.WithMeterProvider(metric.NewMeterProvider()), llmmetrics.WithoutWindow(),
 		llmmetrics.WithOnEnd(func(ctx context.Context, r llmmetrics.Record) {
 			if slot, ok := ctx.Value(slotKey{}).(*llmmetrics.Record); ok {
-				*slot = r
+				rt, _ := ctx.Value(timingKey{}).(*reqTiming)
+				*slot = sentStart(r, rt)
 			}
 		}))
 	if err != nil {
@@ -81,6 +82,11 @@ func newBench(o options, e env) (*bench, error) {
 	}
 	var base, freshBase http.RoundTripper = newHTTPTransport(), newHTTPTransport()
 	freshBase.(*http.Transport).DisableKeepAlives = true
+	// A closed loop's next request waits for its client's connection to
+	// come back to the pool (net/http puts it back on another goroutine,
+	// just after the answer's end) instead of dialing another beside it:
+	// a dial mid-level costs the client and the server a handshake.
+	base.(*http.Transport).MaxConnsPerHost = o.maxStreams()
 	b.target = o.url
 	b.url = apiURL(o.url, o.wl.api, o.model, false)
 	if o.url == "" {

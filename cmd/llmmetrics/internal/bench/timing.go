@@ -53,6 +53,7 @@ const clientBoundFraction = 0.05
 // Its fields are written by the goroutine that reads the answer.
 type reqTiming struct {
 	scheduled time.Time       // when the request was meant to leave
+	sent      time.Time       // when its last bytes were written (zero: unknown; see sentStart)
 	lags      []time.Duration // arrival lag of each Read's chunks (kernel stamps only)
 	userReads int             // Reads whose chunks were timed by the clock
 	reads     int             // socket reads that carried frames

@@ -1,19 +1,31 @@
 // Command fidelity measures how far llmmetrics bench's timing is from a
 // server's truth as concurrency grows: a truth server (a child process on
 // another core) streams OpenAI chat chunks on a fixed schedule and records
-// when each chunk left (after its Flush); llmmetrics bench, in this
+// when each chunk left (just before its write); llmmetrics bench, in this
 // process, measures the same streams through llmmetrics.NewTransport; the
 // two distributions are compared per rung of the ladder.
 //
 // Pin the client to one core and let the server have the other:
 //
-//	taskset -c 0 go run ./cmd/llmmetrics/internal/cmd/fidelity -streams 100,500,1000,2000
+//	ulimit -n 30000
+//	go build -o /tmp/fidelity ./cmd/llmmetrics/internal/cmd/fidelity
+//	taskset -c 0 /tmp/fidelity -streams 100,1000,2000,5000,10000 -timing kernel,user
 //
 // The server child is started with "taskset -c 1". Each rung runs bench
 // with -concurrency N -requests N -warmup N -repeats 1 (one warm-up wave
-// that opens the connections, one measured wave) and compares the measured
-// wave with the server's record of the same requests (the server skips the
-// first N arrivals: the warm-up wave).
+// that opens the connections, one measured wave) once per timing method
+// (-timing: kernel receive timestamps, or LLMMETRICS_TIMING=user) and
+// compares the measured wave with the server's record of the same
+// requests (the server skips the first N arrivals: the warm-up wave).
+// Its table: TTFT p50/p99 and ITL p50/p99 of the truth and of bench; the
+// truth's TTFT p50 timed from the kernel's arrival of the request at the
+// server's socket (as bench's runs from its write to the socket: the
+// server's own delay before its handler runs is in both);
+// "write→handler", the time from the client's write of a request to the
+// server's handler entry (the server's own read lag, inside bench's TTFT
+// and outside the truth's); "first read", bench's first-token time minus
+// the server's first send (p50 of each); the client's CPU per chunk and
+// its peak resident memory per stream.
 package main
 
 import (
@@ -23,6 +35,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,7 +55,8 @@ func main() {
 	var (
 		serve   = flag.Bool("serve", false, "run the truth server (the child process)")
 		addr    = flag.String("addr", "127.0.0.1:0", "with -serve: listen address")
-		streams = flag.String("streams", "100,500,1000,2000", "the ladder: concurrent streams per rung")
+		streams = flag.String("streams", "100,1000,2000,5000,10000", "the ladder: concurrent streams per rung")
+		timing  = flag.String("timing", "kernel,user", "timing methods to run each rung with: kernel (receive timestamps), user (LLMMETRICS_TIMING=user)")
 		tokens  = flag.Int("tokens", 40, "content chunks per stream")
 		every   = flag.Duration("every", 50*time.Millisecond, "gap between chunks")
 		ttft    = flag.Duration("ttft", 100*time.Millisecond, "server-side time to the first chunk")
@@ -85,7 +99,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := runLadder(ctx, *streams, *tokens, *every, *ttft, *cpu); err != nil {
+	if err := runLadder(ctx, *streams, *timing, *tokens, *every, *ttft, *cpu); err != nil {
 		fmt.Fprintln(os.Stderr, "fidelity:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -94,11 +108,18 @@ func main() {
 
 // truth is what the server recorded for the measured requests.
 type truth struct {
-	TTFT []time.Duration `json:"ttft_ns"` // first chunk flushed − handler entered
-	ITL  []time.Duration `json:"itl_ns"`  // gaps between consecutive chunks flushed
+	TTFT []time.Duration `json:"ttft_ns"` // first chunk written − handler entered
+	// TTFTArrival: first chunk written − the kernel's arrival of the
+	// request's bytes at the server's socket, the server's TTFT timed at
+	// the socket as bench's is (from the write of the request's last
+	// bytes to the arrival of the first token's).
+	TTFTArrival []time.Duration `json:"ttft_from_arrival_ns"`
+	ITL         []time.Duration `json:"itl_ns"` // gaps between consecutive chunks flushed
 	// Conns counts the connections opened since the reset: one per stream
 	// when the client reuses its warm-up connections.
 	Conns int `json:"conns"`
+	// Open counts the server's connections open now.
+	Open int `json:"open"`
 	// Entered and FirstSent are the wall-clock times (Unix ns) each
 	// request's handler was entered and its first chunk left: the same
 	// clock as the client's Record.Start and FirstToken (one machine), so
@@ -108,7 +129,15 @@ type truth struct {
 	FirstSent []int64 `json:"first_sent_unix_ns"`
 }
 
-func runLadder(ctx context.Context, ladder string, tokens int, every, ttft time.Duration, cpu string) error {
+func runLadder(ctx context.Context, ladder, timing string, tokens int, every, ttft time.Duration, cpu string) error {
+	rungs, err := parseLadder(ladder)
+	if err != nil {
+		return err
+	}
+	methods, err := parseMethods(timing)
+	if err != nil {
+		return err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -134,31 +163,114 @@ func runLadder(ctx context.Context, ladder string, tokens int, every, ttft time.
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("client GOMAXPROCS %d (pin it with taskset -c 0), server on CPU %s, %d chunks every %v after a %v TTFT; load average %s\n",
 		runtime.GOMAXPROCS(0), cpu, tokens, every, ttft, strings.Join(strings.Fields(string(load))[:3], " "))
-	fmt.Println("| streams | TTFT p50 truth | TTFT p50 bench | Δ | ITL p99 truth | ITL p99 bench | Δ | ITL p50 Δ | send p50 | first read p50 | requests | connections | client CPU per chunk |")
-	fmt.Println("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Println("| streams | timing | TTFT p50 truth / bench (Δ) | TTFT p99 truth / bench (Δ) | TTFT p50 truth from arrival (Δ) | ITL p50 truth / bench (Δ) | ITL p99 truth / bench (Δ) | write→handler p50 | first read p50 | requests | connections | client CPU per chunk | peak RSS per stream |")
+	fmt.Println("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	for _, n := range rungs {
+		for _, m := range methods {
+			if err := runRung(ctx, hc, base, n, m, tokens); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// parseLadder reads -streams: concurrent streams per rung, in order.
+func parseLadder(ladder string) ([]int, error) {
+	var rungs []int
 	for _, f := range strings.Split(ladder, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
-			return fmt.Errorf("bad rung %q", f)
+			return nil, fmt.Errorf("bad rung %q", f)
 		}
-		if _, err := get(hc, base+"/truth?reset=1"); err != nil {
-			return err
+		rungs = append(rungs, n)
+	}
+	return rungs, nil
+}
+
+// parseMethods reads -timing: "kernel", "user", or both.
+func parseMethods(timing string) ([]string, error) {
+	var ms []string
+	for _, f := range strings.Split(timing, ",") {
+		switch m := strings.TrimSpace(f); m {
+		case "kernel", "user":
+			ms = append(ms, m)
+		default:
+			return nil, fmt.Errorf("bad -timing %q: kernel or user", f)
 		}
-		dir, err := os.MkdirTemp("", "fidelity")
-		if err != nil {
-			return err
-		}
-		cpu0 := cpuTime()
-		stopHog := startHog(hogOn)
-		code := bench.Main(ctx, []string{"-url", base + "/v1", "-model", "truth", "-concurrency", strconv.Itoa(n),
-			"-requests", strconv.Itoa(n), "-warmup", strconv.Itoa(n), "-repeats", "1", "-out", dir}, io.Discard, os.Stderr)
-		if code != 0 {
-			return fmt.Errorf("bench exited %d", code)
-		}
-		stopHog()
-		used := cpuTime() - cpu0 // both waves: 2n requests
-		// Skip bench's preflight request, then the warm-up wave.
-		b, err := get(hc, base+"/truth?skip="+strconv.Itoa(n+1))
+	}
+	return ms, nil
+}
+
+// runRung runs bench at n streams with the timing method m and prints its
+// row against the truth server's record.
+func runRung(ctx context.Context, hc *http.Client, base string, n int, m string, tokens int) error {
+	if err := waitClosed(ctx, hc, base); err != nil {
+		return err
+	}
+	if _, err := get(hc, base+"/truth?reset=1"); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "fidelity")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	os.Setenv("LLMMETRICS_TIMING", m)
+	defer os.Unsetenv("LLMMETRICS_TIMING")
+	runtime.GC()
+	cpu0 := cpuTime()
+	stopRSS := watchRSS()
+	stopHog := startHog(hogOn)
+	code := bench.Main(ctx, []string{"-url", base + "/v1", "-model", "truth", "-concurrency", strconv.Itoa(n),
+		"-requests", strconv.Itoa(n), "-warmup", strconv.Itoa(n), "-repeats", "1", "-out", dir}, io.Discard, os.Stderr)
+	stopHog()
+	peak := stopRSS()
+	if code != 0 {
+		return fmt.Errorf("bench exited %d", code)
+	}
+	used := cpuTime() - cpu0 // both waves: 2n requests
+	// Skip bench's preflight request, then the warm-up wave.
+	b, err := get(hc, base+"/truth?skip="+strconv.Itoa(n+1))
+	if err != nil {
+		return err
+	}
+	var tr truth
+	if err := json.Unmarshal(b, &tr); err != nil {
+		return err
+	}
+	recs, err := readRecords(dir + "/records.jsonl")
+	if err != nil {
+		return err
+	}
+	ct := clientTiming(dir + "/results.json")
+	s := llmmetrics.Summarize(recs, llmmetrics.SummaryOptions{})
+	col := func(truth []time.Duration, h llmmetrics.Distribution, p float64) string {
+		t := pct(truth, p)
+		c, _ := h.Percentile(p)
+		return fmt.Sprintf("%.2f / %.2f (%+.2f) ms", ms(t), ms(c), ms(c-t))
+	}
+	arrival := "-"
+	if len(tr.TTFTArrival) > 0 {
+		c, _ := s.TTFT.Percentile(50)
+		arrival = fmt.Sprintf("%.2f (%+.2f) ms", ms(pct(tr.TTFTArrival, 50)), ms(c-pct(tr.TTFTArrival, 50)))
+	}
+	fmt.Printf("| %d | %s | %s | %s | %s | %s | %s | %.2f ms | %.2f ms | %d/%d ok | %d | %.1f µs | %.0f KB |\n", n, m,
+		col(tr.TTFT, s.TTFT, 50), col(tr.TTFT, s.TTFT, 99), arrival, col(tr.ITL, s.ITL, 50), col(tr.ITL, s.ITL, 99),
+		ms(sendDelay(recs, tr)), ms(readDelay(recs, tr)), s.Completed, s.Requests, tr.Conns,
+		float64(used)/1e3/float64(2*n*tokens), float64(peak)/1024/float64(n))
+	fmt.Printf("|   | | client timing (its own report): %s |\n", ct)
+	return nil
+}
+
+// waitClosed waits until the server has closed the previous rung's
+// connections (all but a few: the one asking, the idle one of bench's
+// probe of /tokenize), for up to a minute: at 10,000 streams the server's
+// open files would otherwise hold both rungs'.
+func waitClosed(ctx context.Context, hc *http.Client, base string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		b, err := get(hc, base+"/truth?skip="+strconv.Itoa(math.MaxInt))
 		if err != nil {
 			return err
 		}
@@ -166,26 +278,55 @@ func runLadder(ctx context.Context, ladder string, tokens int, every, ttft time.
 		if err := json.Unmarshal(b, &tr); err != nil {
 			return err
 		}
-		recs, err := readRecords(dir + "/records.jsonl")
-		ct := clientTiming(dir + "/results.json")
-		os.RemoveAll(dir)
-		if err != nil {
-			return err
+		if tr.Open <= 16 || time.Now().After(deadline) {
+			return nil
 		}
-		s := llmmetrics.Summarize(recs, llmmetrics.SummaryOptions{})
-		trTTFT, trITL := pct(tr.TTFT, 50), pct(tr.ITL, 99)
-		cTTFT, _ := s.TTFT.Percentile(50)
-		cITL, _ := s.ITL.Percentile(99)
-		cITL50, _ := s.ITL.Percentile(50)
-		fmt.Printf("| %d | %s | %s | %+.2f ms | %s | %s | %+.2f ms | %+.2f ms | %.2f ms | %.2f ms | %d/%d ok | %d | %.1f µs |\n", n,
-			msf(trTTFT), msf(cTTFT), ms(cTTFT-trTTFT), msf(trITL), msf(cITL), ms(cITL-trITL), ms(cITL50-pct(tr.ITL, 50)), ms(sendDelay(recs, tr)), ms(readDelay(recs, tr)), s.Completed, s.Requests, tr.Conns, float64(used)/1e3/float64(2*n*tokens))
-		fmt.Printf("|   | client timing (its own report): %s |\n", ct)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return nil
+}
+
+// watchRSS samples the process's resident memory every 50 ms until the
+// returned function is called, which returns the largest sample (bytes).
+func watchRSS() (stop func() uint64) {
+	done := make(chan struct{})
+	peak := make(chan uint64)
+	go func() {
+		var top uint64
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			top = max(top, rss())
+			select {
+			case <-done:
+				peak <- max(top, rss())
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() uint64 { close(done); return <-peak }
+}
+
+// rss is the process's resident set size (VmRSS), 0 when unknown.
+func rss() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
-func msf(d time.Duration) string { return fmt.Sprintf("%.2f ms", ms(d)) }
 
 // pct is the p-th percentile (numpy's linear interpolation).
 func pct(xs []time.Duration, p float64) time.Duration {

@@ -89,8 +89,13 @@ func (s *server) ended(rt *reqTimes, conn string) {
 }
 
 // arrivedAt is when rt's request reached the server, and whether that is
-// the kernel's receive time of its bytes: here the handler's entry.
-func arrivedAt(rt *reqTimes) (time.Time, bool) { return rt.start, false }
+// the kernel's receive time of its bytes (else the handler's entry).
+func arrivedAt(rt *reqTimes) (time.Time, bool) {
+	if !rt.arrived.IsZero() {
+		return rt.arrived, true
+	}
+	return rt.start, false
+}
 
 // arrivals answers every request received since the last reset, in
 // arrival order.
