@@ -131,20 +131,22 @@ func (s *timingSamples) summary() *ClientTiming {
 }
 
 // timingWarning says when the client limited a level's figures: the send
-// lag p99 above 5 % of the mean inter-arrival time (open loop) or of the
-// mean E2EL (closed loop: the time a client's next request is due after),
+// lag p99 above the mean inter-arrival time (open loop: a request left
+// after the next one was due, so the load was not the one asked; a shorter
+// lag enters no latency, which starts at the request's write) or above 5 %
+// of the mean E2EL (closed loop: the time a client's next request is due after),
 // or the arrival lag p99 above 5 % of ITL p50, or more than 5 % of the
 // reads carrying several frames (a backlog: the frames queued in the
 // socket, and their gaps are lost, so ITL p50 itself can read 0). "" when
 // none.
 func timingWarning(ct *ClientTiming, m Mode, load float64, s llmmetrics.Summary) string {
 	var why []string
-	base, what := s.E2EL.Mean, "the mean E2EL"
 	if m == ModeRate && load > 0 {
-		base, what = time.Duration(float64(time.Second)/load), "the mean inter-arrival time"
-	}
-	if base > 0 && float64(ct.SendLagP99) > clientBoundFraction*float64(base) {
-		why = append(why, fmt.Sprintf("send lag p99 %s is above 5 %% of %s (%s)", dur(ct.SendLagP99), what, dur(base)))
+		if gap := time.Duration(float64(time.Second) / load); ct.SendLagP99 > gap {
+			why = append(why, fmt.Sprintf("send lag p99 %s is above the mean inter-arrival time (%s): requests left after the next one was due", dur(ct.SendLagP99), dur(gap)))
+		}
+	} else if e2el := s.E2EL.Mean; e2el > 0 && float64(ct.SendLagP99) > clientBoundFraction*float64(e2el) {
+		why = append(why, fmt.Sprintf("send lag p99 %s is above 5 %% of the mean E2EL (%s)", dur(ct.SendLagP99), dur(e2el)))
 	}
 	if itl, ok := s.ITL.Percentile(50); ok && ct.ArrivalLagP99 != nil && itl > 0 &&
 		float64(*ct.ArrivalLagP99) > clientBoundFraction*float64(itl) {

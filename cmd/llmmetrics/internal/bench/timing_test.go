@@ -80,10 +80,14 @@ func TestTimingWarning(t *testing.T) {
 		load float64
 		want []string // substrings; none: no warning
 	}{
-		// 100 requests/s: 10 ms between arrivals, 5 % = 500 µs.
-		{"send lag under 5 % of the gap", ClientTiming{SendLagP99: 500 * time.Microsecond}, ModeRate, 100, nil},
-		{"send lag over 5 % of the gap", ClientTiming{SendLagP99: 501 * time.Microsecond}, ModeRate, 100,
-			[]string{"send lag p99 501 µs", "mean inter-arrival time (10.0 ms)"}},
+		// 100 requests/s: 10 ms between arrivals.
+		{"send lag within the gap", ClientTiming{SendLagP99: 10 * time.Millisecond}, ModeRate, 100, nil},
+		{"send lag over the gap", ClientTiming{SendLagP99: 10*time.Millisecond + 100*time.Microsecond}, ModeRate, 100,
+			[]string{"send lag p99 10.1 ms", "mean inter-arrival time (10.0 ms): requests left after the next one was due"}},
+		// 5,000 requests/s: 200 µs between arrivals; a p99 of 100 µs moves
+		// no request past the next one's time.
+		{"5,000/s within 100 µs", ClientTiming{SendLagP99: 100 * time.Microsecond}, ModeRate, 5000, nil},
+		{"5,000/s, late by a gap", ClientTiming{SendLagP99: 201 * time.Microsecond}, ModeRate, 5000, []string{"send lag p99 201 µs"}},
 		// Closed loop: against the mean E2EL, 1 s: 5 % = 50 ms.
 		{"closed loop under", ClientTiming{SendLagP99: 50 * time.Millisecond}, ModeConcurrency, 8, nil},
 		{"closed loop over", ClientTiming{SendLagP99: 51 * time.Millisecond}, ModeConcurrency, 8, []string{"mean E2EL (1000.0 ms)"}},
