@@ -32,18 +32,6 @@ type SLO struct {
 	E2EL time.Duration `json:"e2el_ns,omitempty"`
 }
 
-// Presets for common use cases: starting points, not standards (their
-// sources are in docs/definitions.md). Treat them as constants.
-var (
-	// SLOChat suits an interactive chat: TTFT ≤ 200 ms, TPOT ≤ 100 ms.
-	SLOChat = SLO{TTFT: 200 * time.Millisecond, TPOT: 100 * time.Millisecond}
-	// SLOCodeCompletion suits inline code completion: TTFT ≤ 100 ms, E2EL ≤ 1 s.
-	SLOCodeCompletion = SLO{TTFT: 100 * time.Millisecond, E2EL: time.Second}
-	// SLODocumentProcessing suits work over long documents, read once
-	// complete: TTFT ≤ 10 s, E2EL ≤ 60 s.
-	SLODocumentProcessing = SLO{TTFT: 10 * time.Second, E2EL: 60 * time.Second}
-)
-
 // Validate returns an error wrapping ErrInvalid when a limit is negative.
 func (s SLO) Validate() error {
 	for _, l := range s.limits() {

@@ -47,7 +47,7 @@ func TestSLOCheck(t *testing.T) {
 
 func TestSLOValidate(t *testing.T) {
 	require.NoError(t, SLO{}.Validate())
-	for _, s := range []SLO{SLOChat, SLOCodeCompletion, SLODocumentProcessing} {
+	for _, s := range []SLO{sloChat, {TTFT: 100 * time.Millisecond, E2EL: time.Second}, {ITL: time.Second}} {
 		require.NoError(t, s.Validate(), s.String())
 		assert.False(t, s.IsZero())
 	}
