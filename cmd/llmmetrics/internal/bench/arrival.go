@@ -22,7 +22,7 @@ type stamped interface {
 // arrivalTransport sits under llmmetrics.NewTransport: it gives each
 // answer a body whose ArrivalTime is the kernel's receive time of the
 // bytes last read from the request's connection, so the library times
-// chunks by their arrival (llmmetrics.ArrivalTimer). It also records each
+// chunks by their arrival (see llmmetrics.NewReader). It also records each
 // request's arrival lags in its *reqTiming (the context's timingKey).
 type arrivalTransport struct{ base http.RoundTripper }
 
