@@ -24,15 +24,14 @@ import (
 // see WithMaxFrameBytes.
 const defaultMaxFrameBytes = 1 << 20
 
-// ErrFrameTooLarge is the problem (wrapped) a decoder reports through Err
-// and otel.Handle when a frame is over its limit (WithMaxFrameBytes); the
-// decoder then stops, so its memory stays bounded.
-var ErrFrameTooLarge = errors.New("llmmetrics: frame too large")
-
 // ErrMalformedFrame is the problem (wrapped) a decoder reports through Err
-// and otel.Handle when a frame cannot be interpreted; the frame carries no
-// tokens and decoding goes on.
+// and otel.Handle when a frame cannot be interpreted (the frame carries no
+// tokens and decoding goes on) or is over the size limit (WithMaxFrameBytes:
+// decoding of the stream then stops, so its memory stays bounded).
 var ErrMalformedFrame = errors.New("llmmetrics: malformed frame")
+
+// errFrameTooLarge is the ErrMalformedFrame of a frame over the limit.
+var errFrameTooLarge = fmt.Errorf("%w: too large", ErrMalformedFrame)
 
 // Frame is what a Decoder reports about one complete frame of a stream
 // (one SSE event, one line, one Read). The zero Frame carries nothing.
@@ -78,7 +77,7 @@ type Decoder interface {
 	// that lacks its terminator.
 	Flush(emit func(Frame))
 	// Err returns the first problem found so far (wrapping
-	// ErrFrameTooLarge or ErrMalformedFrame), as bufio.Scanner.Err does.
+	// ErrMalformedFrame), as bufio.Scanner.Err does.
 	// The built-in decoders also report it through otel.Handle, once per
 	// stream. An error the stream reports (Frame.Err) is not a problem.
 	Err() error
@@ -156,7 +155,8 @@ func newDecoderConfig(opts []DecoderOption) decoderConfig {
 
 // WithMaxFrameBytes sets the largest frame a decoder buffers, in bytes (an
 // SSE event, an NDJSON line, a JSON array element): 1 MiB when not given or
-// n ≤ 0. A larger frame is ErrFrameTooLarge and stops decoding the stream.
+// n ≤ 0. A larger frame is an ErrMalformedFrame that stops decoding the
+// stream.
 // ProtocolJSON's decoder holds no frame (it scans the answer in constant
 // memory), so the limit has nothing to bound there.
 func WithMaxFrameBytes(n int) DecoderOption {
@@ -176,7 +176,7 @@ func WithMaxFrameBytes(n int) DecoderOption {
 type problems struct{ err error }
 
 // report records a problem of the stream (an error wrapping
-// ErrFrameTooLarge or ErrMalformedFrame).
+// ErrMalformedFrame).
 func (p *problems) report(err error) {
 	if p.err != nil {
 		return

@@ -303,7 +303,7 @@ func TestMalformedFrames(t *testing.T) {
 			assert.ErrorIs(t, reported[0], ErrMalformedFrame)
 			assert.True(t, strings.HasPrefix(reported[0].Error(), "llmmetrics: "), reported[0].Error())
 			assert.Equal(t, reported[0], d.Err(), "the stream's Err is the problem otel.Handle saw")
-			assert.NotErrorIs(t, d.Err(), ErrFrameTooLarge)
+			assert.NotErrorIs(t, d.Err(), errFrameTooLarge)
 		})
 	}
 }

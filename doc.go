@@ -35,7 +35,7 @@
 // Analyze the [Record] that End returns, or those of [Tracker.Snapshot] (a
 // bounded window of recent requests):
 //
-//	sum := llmmetrics.Summarize(records, llmmetrics.SummaryOptions{SLO: llmmetrics.SLOChat})
+//	sum := llmmetrics.Summarize(records, llmmetrics.SummaryOptions{SLO: llmmetrics.SLO{TTFT: 200 * time.Millisecond}})
 //	p99, ok := sum.TTFT.Percentile(99) // percentiles are in percent, 0–100
 //	obj, err := llmmetrics.ParseObjective("p95 ttft<=200ms")
 //	res, err := obj.Check(sum)         // pass or fail, the value, the margin

@@ -403,7 +403,7 @@ func walkPart(j *jsonscan.Scanner, i, depth int) (next int, carries, thought, ok
 // answer) is read as one element, and its frame is Done.
 //
 // An element is at most WithMaxFrameBytes bytes (1 MiB when
-// not given): a larger one is ErrFrameTooLarge and stops decoding, as for
+// not given): a larger one is ErrMalformedFrame and stops decoding, as for
 // the SSE decoders. A top-level byte that cannot begin an element (what is
 // not '[', '{', ',', ']' or whitespace, or anything after the end) is a
 // malformed frame (ErrMalformedFrame) and also stops decoding, since the
@@ -477,7 +477,7 @@ func (d *jsonArrayDecoder) element(p []byte, i int, emit func(Frame)) int {
 	start := i
 	end, complete := d.scan(p, i)
 	if len(d.buf)+end-start > d.max {
-		d.stop(fmt.Errorf("%w: %s JSON array element larger than %d bytes; decoding of this stream stopped", ErrFrameTooLarge, d.name, d.max))
+		d.stop(fmt.Errorf("%w: %s JSON array element larger than %d bytes; decoding of this stream stopped", errFrameTooLarge, d.name, d.max))
 		return len(p)
 	}
 	if !complete {

@@ -273,7 +273,7 @@ func TestGeminiArrayProblems(t *testing.T) {
 		{"a second object after a single object", a + a, nil, []fullView{answerTok.done()}, ErrMalformedFrame},
 		{"an invalid element is skipped", `[{"candidates": [1 2]}, ` + a + "]", nil, []fullView{{}, answerTok, doneFrame}, ErrMalformedFrame},
 		{"the body ends inside an element", "[" + a + `, {"candidates": [`, nil, []fullView{answerTok, {}}, ErrMalformedFrame},
-		{"an element over the limit stops", "[" + a + "," + a + "]", []DecoderOption{WithMaxFrameBytes(len(a) - 1)}, nil, ErrFrameTooLarge},
+		{"an element over the limit stops", "[" + a + "," + a + "]", []DecoderOption{WithMaxFrameBytes(len(a) - 1)}, nil, errFrameTooLarge},
 		{"an element at the limit is fine, split or not", "[" + a + "]", []DecoderOption{WithMaxFrameBytes(len(a))}, []fullView{answerTok, doneFrame}, nil},
 	}
 	for _, tt := range tests {
@@ -306,7 +306,7 @@ func TestGeminiArrayTooLargeReleases(t *testing.T) {
 	d.Decode([]byte(`[{"candidates": [{"content": {"parts": [{"text": "a"}]}}]}, {"candidates": [{"cont`), emit)
 	require.Len(t, frames, 1, "the first element fits")
 	d.Decode([]byte(strings.Repeat("x", 100)+`"}]}]`), emit)
-	assert.ErrorIs(t, d.Err(), ErrFrameTooLarge)
+	assert.ErrorIs(t, d.Err(), errFrameTooLarge)
 	assert.Nil(t, d.buf)
 	assert.Equal(t, jsonscan.Cache[geminiFacts]{}, d.in.(*geminiInterp).cache, "the scan cache is released")
 	d.Decode([]byte(`,{"candidates": [{"content": {"parts": [{"text": "a"}]}}]}]`), emit)

@@ -116,7 +116,7 @@ func (d *ndjsonDecoder) tooLarge() {
 	d.stopped = true
 	d.line = nil
 	d.in.release()
-	d.report(fmt.Errorf("%w: %s line larger than %d bytes; decoding of this stream stopped", ErrFrameTooLarge, d.name, d.max))
+	d.report(fmt.Errorf("%w: %s line larger than %d bytes; decoding of this stream stopped", errFrameTooLarge, d.name, d.max))
 }
 
 // newOllamaDecoder returns a Decoder for one Ollama native stream:

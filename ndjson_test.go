@@ -202,8 +202,8 @@ func TestNDJSONLineTooLarge(t *testing.T) {
 				assert.Zero(t, released)
 				return
 			}
-			assert.ErrorIs(t, d.Err(), ErrFrameTooLarge)
-			assert.Equal(t, "llmmetrics: frame too large: ndjson line larger than 4 bytes; decoding of this stream stopped", d.Err().Error())
+			assert.ErrorIs(t, d.Err(), errFrameTooLarge)
+			assert.Equal(t, "llmmetrics: malformed frame: too large: ndjson line larger than 4 bytes; decoding of this stream stopped", d.Err().Error())
 			assert.Len(t, errs(), 1)
 			assert.Nil(t, d.line, "a stopped decoder holds nothing")
 			assert.Equal(t, 1, released, "the interpreter is released")

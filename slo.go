@@ -32,18 +32,6 @@ type SLO struct {
 	E2EL time.Duration `json:"e2el_ns,omitempty"`
 }
 
-// Presets for common use cases: starting points, not standards (their
-// sources are in docs/definitions.md). Treat them as constants.
-var (
-	// SLOChat suits an interactive chat: TTFT ≤ 200 ms, TPOT ≤ 100 ms.
-	SLOChat = SLO{TTFT: 200 * time.Millisecond, TPOT: 100 * time.Millisecond}
-	// SLOCodeCompletion suits inline code completion: TTFT ≤ 100 ms, E2EL ≤ 1 s.
-	SLOCodeCompletion = SLO{TTFT: 100 * time.Millisecond, E2EL: time.Second}
-	// SLODocumentProcessing suits work over long documents, read once
-	// complete: TTFT ≤ 10 s, E2EL ≤ 60 s.
-	SLODocumentProcessing = SLO{TTFT: 10 * time.Second, E2EL: 60 * time.Second}
-)
-
 // Validate returns an error wrapping ErrInvalid when a limit is negative.
 func (s SLO) Validate() error {
 	for _, l := range s.limits() {
@@ -242,10 +230,10 @@ type Objective struct {
 	Limit time.Duration `json:"limit_ns"`
 }
 
-// Validate returns an error wrapping ErrInvalid when the latency is
+// validate returns an error wrapping ErrInvalid when the latency is
 // unknown, the percentile is NaN or outside [0, 100], or the limit is
 // negative.
-func (o Objective) Validate() error {
+func (o Objective) validate() error {
 	switch {
 	case !o.Latency.valid():
 		return fmt.Errorf("%w: objective with unknown latency %d", ErrInvalid, uint8(o.Latency))
@@ -295,7 +283,7 @@ func ParseObjective(text string) (Objective, error) {
 		return bad("bad duration")
 	}
 	o.Percentile, o.Limit = p, d
-	if err := o.Validate(); err != nil {
+	if err := o.validate(); err != nil {
 		return Objective{}, err
 	}
 	return o, nil
@@ -318,12 +306,13 @@ type ObjectiveResult struct {
 	Margin time.Duration `json:"margin_ns"`
 }
 
-// Check evaluates the objective against s. The error is Validate's, for
-// an invalid objective; a valid one whose percentile s does not hold gives
-// a result that is not Found.
+// Check evaluates the objective against s. The error wraps ErrInvalid for
+// an invalid objective (an unknown latency, a percentile that is NaN or
+// outside [0, 100], a negative limit), whatever s holds; a valid one whose
+// percentile s does not hold gives a result that is not Found.
 func (o Objective) Check(s Summary) (ObjectiveResult, error) {
 	res := ObjectiveResult{Objective: o}
-	if err := o.Validate(); err != nil {
+	if err := o.validate(); err != nil {
 		return res, err
 	}
 	v, ok := s.Distribution(o.Latency).Percentile(o.Percentile)

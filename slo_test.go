@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"math"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func TestSLOCheck(t *testing.T) {
 
 func TestSLOValidate(t *testing.T) {
 	require.NoError(t, SLO{}.Validate())
-	for _, s := range []SLO{SLOChat, SLOCodeCompletion, SLODocumentProcessing} {
+	for _, s := range []SLO{sloChat, {TTFT: 100 * time.Millisecond, E2EL: time.Second}, {ITL: time.Second}} {
 		require.NoError(t, s.Validate(), s.String())
 		assert.False(t, s.IsZero())
 	}
@@ -152,7 +153,35 @@ func TestParseObjectiveErrors(t *testing.T) {
 			assert.Regexp(t, "^llmmetrics: ", err.Error())
 		})
 	}
-	assert.Error(t, Objective{Latency: Latency(9)}.Validate())
+}
+
+// TestObjectiveCheckInvalid: Check rejects an invalid objective whatever
+// the summary holds, so an objective built as a literal (or decoded from
+// JSON) is validated where it is used.
+func TestObjectiveCheckInvalid(t *testing.T) {
+	s := Summarize([]Record{okRecord(0, 100, []float64{10}, 2)}, SummaryOptions{Percentiles: []float64{95, 101}})
+	tests := []struct {
+		name string
+		o    Objective
+	}{
+		{"unknown latency", Objective{Latency: Latency(9), Percentile: 95, Limit: time.Second}},
+		{"NaN percentile", Objective{Latency: LatencyTTFT, Percentile: math.NaN(), Limit: time.Second}},
+		{"percentile below 0", Objective{Latency: LatencyTTFT, Percentile: -1, Limit: time.Second}},
+		{"percentile above 100", Objective{Latency: LatencyTTFT, Percentile: 101, Limit: time.Second}},
+		{"negative limit", Objective{Latency: LatencyTTFT, Percentile: 95, Limit: -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, sum := range []Summary{s, {}} {
+				res, err := tt.o.Check(sum)
+				require.ErrorIs(t, err, ErrInvalid)
+				assert.Regexp(t, "^llmmetrics: invalid argument: .*objective", err.Error())
+				assert.False(t, res.Found || res.Pass, "nothing found, nothing passed")
+				assert.Zero(t, res.Value)
+				assert.Zero(t, res.Margin)
+			}
+		})
+	}
 }
 
 func TestLatencyText(t *testing.T) {

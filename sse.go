@@ -287,7 +287,7 @@ func (d *sseDecoder) tooLarge() {
 	d.line, d.data, d.event = nil, nil, nil
 	d.obj = bareObject{}
 	d.in.release()
-	d.report(fmt.Errorf("%w: %s event larger than %d bytes; decoding of this stream stopped", ErrFrameTooLarge, d.name, d.max))
+	d.report(fmt.Errorf("%w: %s event larger than %d bytes; decoding of this stream stopped", errFrameTooLarge, d.name, d.max))
 }
 
 func (d *sseDecoder) processLine(line []byte, emit func(Frame)) {

@@ -77,7 +77,7 @@ func TestFrameTooLarge(t *testing.T) {
 		limit  int
 		in     string
 		frames int  // frames before decoding stops
-		stops  bool // ErrFrameTooLarge reported
+		stops  bool // errFrameTooLarge reported
 	}{
 		{"under the limit", 106, big + big, 2, false},
 		{"one line over the limit", 105, "data: a\n\n" + big + "data: b\n\n", 1, true},
@@ -105,7 +105,7 @@ func TestFrameTooLarge(t *testing.T) {
 				if tt.stops {
 					assert.Len(t, d.data, 0, "buffers are released")
 					assert.Equal(t, 1, rel.released, "the interpreter is told to release its memory")
-					assert.ErrorIs(t, d.Err(), ErrFrameTooLarge)
+					assert.ErrorIs(t, d.Err(), errFrameTooLarge)
 				} else {
 					assert.NoError(t, d.Err())
 					assert.Zero(t, rel.released)
@@ -117,7 +117,8 @@ func TestFrameTooLarge(t *testing.T) {
 				return
 			}
 			require.Len(t, reported, 2, "one report per decoder")
-			assert.ErrorIs(t, reported[0], ErrFrameTooLarge)
+			assert.ErrorIs(t, reported[0], errFrameTooLarge)
+			assert.ErrorIs(t, reported[0], ErrMalformedFrame, "a frame over the limit is malformed")
 		})
 	}
 }

@@ -24,6 +24,11 @@ var errStopped = fmt.Errorf("llmmetrics: consumer stopped before the end of the 
 // reported), on a read error, or at Close or when req's context is done
 // (canceled, unless the protocol's end marker came first). Close then
 // closes body. Read and Close may be called from different goroutines.
+//
+// When body has a method ArrivalTime() time.Time that tells when the bytes
+// of its latest Read arrived (the kernel's receive timestamp, say), that
+// Read's chunks are timed by it, on the clock of the request's Start,
+// rather than when they were read; a zero time means "not known".
 func NewReader(req *Request, body io.Reader, dec Decoder) io.ReadCloser {
 	if body == nil {
 		body = errReader{errNoBody}
@@ -32,7 +37,7 @@ func NewReader(req *Request, body io.Reader, dec Decoder) io.ReadCloser {
 		dec = noFrames{}
 	}
 	r := &reader{req: req, body: body, dec: dec}
-	r.arrival, _ = body.(ArrivalTimer)
+	r.arrival, _ = body.(arrivalTimer)
 	r.emit = r.apply
 	r.ending.Add(1)
 	if err := req.ctx.Err(); err != nil {
@@ -67,7 +72,7 @@ type reader struct {
 	req       *Request
 	body      io.Reader
 	dec       Decoder
-	arrival   ArrivalTimer          // body's, or nil: then chunks are timed by the clock
+	arrival   arrivalTimer          // body's, or nil: then chunks are timed by the clock
 	emit      func(Frame)           // r.apply, bound once so Decode calls do not allocate
 	streamErr error                 // the first error frame, set and read by Read's goroutine
 	closeErr  atomic.Pointer[error] // streamErr, published for Close on another goroutine
@@ -121,11 +126,9 @@ func (r *reader) apply(f Frame) {
 	}
 }
 
-// ArrivalTimer is implemented by a response body that knows when the bytes
-// of its latest Read arrived (the kernel's receive timestamp, say): NewReader
-// times that Read's chunks by ArrivalTime, on the clock of the request's
-// Start, rather than when they were read. A zero time means "not known".
-type ArrivalTimer interface {
+// arrivalTimer is implemented by a body that knows when the bytes of its
+// latest Read arrived (see NewReader).
+type arrivalTimer interface {
 	ArrivalTime() time.Time
 }
 

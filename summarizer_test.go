@@ -79,7 +79,7 @@ func TestSummarizerMatchesSummarize(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	mono := time.Now()
 	ancient := time.Date(-3, 1, 1, 0, 0, 0, 0, time.UTC)
-	slos := []SLO{{}, SLOChat, {TTFT: 100 * time.Millisecond, TPOT: 100 * time.Millisecond, ITL: 50 * time.Millisecond, E2EL: time.Second}}
+	slos := []SLO{{}, sloChat, {TTFT: 100 * time.Millisecond, TPOT: 100 * time.Millisecond, ITL: 50 * time.Millisecond, E2EL: time.Second}}
 	tests := []struct {
 		name     string
 		gen      func(rng *rand.Rand) Record
@@ -128,7 +128,7 @@ func TestSummarizerMatchesSummarize(t *testing.T) {
 // sets), where the block boundaries must not change a value or its order.
 func TestSummarizerLargeRun(t *testing.T) {
 	rs := benchRunRecords(20_000, 550_000)
-	opts := SummaryOptions{SLO: SLOChat, Percentiles: []float64{25, 50, 75, 90, 99, 99.9}}
+	opts := SummaryOptions{SLO: sloChat, Percentiles: []float64{25, 50, 75, 90, 99, 99.9}}
 	z, err := NewSummarizer(opts)
 	require.NoError(t, err)
 	for _, r := range rs {
@@ -146,13 +146,13 @@ func TestSummarizerLargeRun(t *testing.T) {
 func TestSummarizerIncremental(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	rs := randomRunRecords(rng, 300)
-	z, err := NewSummarizer(SummaryOptions{SLO: SLOChat})
+	z, err := NewSummarizer(SummaryOptions{SLO: sloChat})
 	require.NoError(t, err)
-	assert.Equal(t, Summarize(nil, SummaryOptions{SLO: SLOChat}), z.Summary(), "empty")
+	assert.Equal(t, Summarize(nil, SummaryOptions{SLO: sloChat}), z.Summary(), "empty")
 	for i, r := range rs {
 		z.Add(r)
 		if i%37 == 0 || i == len(rs)-1 {
-			require.Equal(t, Summarize(rs[:i+1], SummaryOptions{SLO: SLOChat}), z.Summary(), "after %d records", i+1)
+			require.Equal(t, Summarize(rs[:i+1], SummaryOptions{SLO: sloChat}), z.Summary(), "after %d records", i+1)
 		}
 	}
 }

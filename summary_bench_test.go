@@ -51,7 +51,7 @@ func BenchmarkSummarize(b *testing.B) {
 		gaps += len(r.ITL)
 	}
 	require.Equal(b, 550_000, gaps)
-	opts := SummaryOptions{SLO: SLOChat}
+	opts := SummaryOptions{SLO: sloChat}
 
 	b.Run("Summarize", func(b *testing.B) {
 		b.ReportAllocs()

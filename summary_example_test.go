@@ -31,7 +31,7 @@ func ExampleSummarize() {
 	}
 	s := llmmetrics.Summarize(records, llmmetrics.SummaryOptions{
 		Duration: 4 * time.Second,
-		SLO:      llmmetrics.SLOChat, // TTFT ≤ 200 ms, TPOT ≤ 100 ms
+		SLO:      llmmetrics.SLO{TTFT: 200 * time.Millisecond, TPOT: 100 * time.Millisecond},
 	})
 	p99, _ := s.TTFT.Percentile(99)
 	fmt.Printf("completed %d of %d, %.2f req/s, %.2f tok/s\n", s.Completed, s.Requests, s.RequestThroughput, s.OutputThroughput)
@@ -103,7 +103,7 @@ func ExampleCostPerMillionTokens() {
 // A Summarizer gives Summarize's figures for records added one at a time,
 // keeping only the numbers: for a run too large to hold as Records.
 func ExampleSummarizer() {
-	z, err := llmmetrics.NewSummarizer(llmmetrics.SummaryOptions{SLO: llmmetrics.SLOChat})
+	z, err := llmmetrics.NewSummarizer(llmmetrics.SummaryOptions{SLO: llmmetrics.SLO{TTFT: 200 * time.Millisecond, TPOT: 100 * time.Millisecond}})
 	if err != nil {
 		panic(err)
 	}

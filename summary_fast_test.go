@@ -324,7 +324,7 @@ func TestSummarizeMatchesRecordMethods(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	mono := time.Now() // carries a monotonic reading
 	ancient := time.Date(-3, 1, 1, 0, 0, 0, 0, time.UTC)
-	slos := []SLO{{}, SLOChat, {TTFT: 100 * time.Millisecond, TPOT: 100 * time.Millisecond, ITL: 50 * time.Millisecond, E2EL: time.Second}}
+	slos := []SLO{{}, sloChat, {TTFT: 100 * time.Millisecond, TPOT: 100 * time.Millisecond, ITL: 50 * time.Millisecond, E2EL: time.Second}}
 	tests := []struct {
 		name string
 		gen  func(rng *rand.Rand) Record

@@ -316,7 +316,7 @@ func percentileList(d Distribution) []float64 {
 
 func TestSummaryJSON(t *testing.T) {
 	s := Summarize([]Record{okRecord(0, 150, []float64{20, 30}, 3), endedRecord(1, 5, OutcomeCanceled)},
-		SummaryOptions{Duration: time.Second, Percentiles: []float64{50, 99.9}, SLO: SLOChat})
+		SummaryOptions{Duration: time.Second, Percentiles: []float64{50, 99.9}, SLO: sloChat})
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
 
@@ -521,7 +521,7 @@ func TestSummarizeAllocs(t *testing.T) {
 		t.Skip("sync.Pool drops items at random under -race")
 	}
 	small, large := benchRunRecords(100, 1_000), benchRunRecords(10_000, 100_000)
-	opts := SummaryOptions{SLO: SLOChat}
+	opts := SummaryOptions{SLO: sloChat}
 	Summarize(large, opts) // warm the pool with a large buffer
 	a := testing.AllocsPerRun(20, func() { Summarize(small, opts) })
 	b := testing.AllocsPerRun(20, func() { Summarize(large, opts) })

@@ -9,6 +9,10 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
+// sloChat is the SLO of an interactive chat (docs/definitions.md, "Suggested
+// SLOs"): TTFT ≤ 200 ms, TPOT ≤ 100 ms.
+var sloChat = SLO{TTFT: 200 * time.Millisecond, TPOT: 100 * time.Millisecond}
+
 // The Tracker factories of the root package's tests, in one place. Each
 // returns a Tracker on a fresh SDK MeterProvider (shut down by t.Cleanup)
 // and the provider's manual reader; opts come last, so a test can override

@@ -265,7 +265,8 @@ func (o Options) Validate() error {
 		}
 	}
 	for _, obj := range o.Objectives {
-		if err := obj.Validate(); err != nil {
+		// Check rejects an invalid objective whatever the summary holds.
+		if _, err := obj.Check(llmmetrics.Summary{}); err != nil {
 			return bad("%w", err) // wraps ErrInvalid too
 		}
 	}

@@ -24,7 +24,7 @@ type stamped interface {
 // arrivalTransport sits under llmmetrics.NewTransport: it gives each
 // answer a body whose ArrivalTime is the kernel's receive time of the
 // bytes last read from the request's connection, so the library times
-// chunks by their arrival (llmmetrics.ArrivalTimer). It also records in
+// chunks by their arrival (see llmmetrics.NewReader). It also records in
 // each request's *reqTiming (the context's timingKey) its arrival lags and
 // when its last bytes were written (sent: the Record's Start, see
 // sentStart).

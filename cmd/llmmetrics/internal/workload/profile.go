@@ -21,11 +21,11 @@ type Profile struct {
 var Profiles = []Profile{
 	// A chatbot: a short prompt, a 100–500-token answer read as it streams.
 	{Name: "chat", Input: "uniform:20-200", Output: "uniform:100-500",
-		SLO: llmmetrics.SLOChat},
+		SLO: llmmetrics.SLO{TTFT: 200 * time.Millisecond, TPOT: 100 * time.Millisecond}},
 	// Inline code completion: the editor's context in, a few lines out, at
 	// once.
 	{Name: "code", Input: "normal:1000,300", Output: "uniform:10-60",
-		SLO: llmmetrics.SLOCodeCompletion},
+		SLO: llmmetrics.SLO{TTFT: 100 * time.Millisecond, E2EL: time.Second}},
 	// Summarizing a ~2,000-token document: input-bound, a short summary,
 	// a 2–3 s TTFT tolerated.
 	{Name: "summarize", Input: "normal:2000,400", Output: "uniform:100-300",
