@@ -128,9 +128,17 @@ func TestQueriesInPrometheus(t *testing.T) {
 	for _, job := range []string{"classic", "native"} {
 		api.waitFor(t, fmt.Sprintf(`sum(llmmetrics_requests_total{job=%q, llmmetrics_role="client"})`, job), first+second)
 	}
-	// Every query is evaluated at one instant, so all rates share their
-	// window.
-	api.at = float64(time.Now().Add(time.Second).UnixMilli()) / 1000
+	// Every query is evaluated at one instant in the past, once each job
+	// has a sample after it: scrapes go on while the queries run, and an
+	// instant still to come (or one whose last scrape is not stored yet)
+	// would let a later query see one more sample than an earlier one, so
+	// rate()'s extrapolation, and the factor below, would differ between
+	// them by several percent.
+	at := time.Now()
+	api.at = float64(at.UnixMilli()) / 1000
+	for _, job := range []string{"classic", "native"} {
+		api.waitAtLeast(t, fmt.Sprintf(`min(timestamp(llmmetrics_requests_total{job=%q}))`, job), api.at+0.001)
+	}
 	sum := llmmetrics.Summarize(records, llmmetrics.SummaryOptions{SLO: slo, Percentiles: []float64{50, 90, 99}})
 	require.Equal(t, second, sum.Requests)
 	require.Greater(t, sum.Failed, 0)
