@@ -348,21 +348,3 @@ func TestSaturationNote(t *testing.T) {
 		})
 	}
 }
-
-// TestChanceNote: 3 levels of 24 metrics, 2 of them n/a, are 70 verdicts,
-// of which 5 % is 3.5: up to about 4 called by chance.
-func TestChanceNote(t *testing.T) {
-	level := func(na int) LevelTable {
-		var lt LevelTable
-		for i := range 24 {
-			v := NoChange
-			if i < na {
-				v = NotCompared
-			}
-			lt.Results = append(lt.Results, Result{Verdict: v})
-		}
-		return lt
-	}
-	got := chanceNote([]LevelTable{level(0), level(2), level(0)})
-	assert.Equal(t, "70 verdicts over 3 levels, each by its own 95% interval: even between runs that do not differ, up to about 4 of them (5%) may be called a change by chance; gate with -fail-on on the few metrics that matter, or compare one level with -load", got)
-}
