@@ -320,7 +320,8 @@ func clusteredOf(recs []llmmetrics.Record, vals func(llmmetrics.Record) []float6
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // judge sets the change and the verdict from the interval: a change is
-// real when its 95 % interval excludes 0, and it counts when it is at
+// real when its interval (95 %, or Holm's over several levels) excludes
+// 0, and it counts when it is at
 // least minChange (relative; for attainment, in points). Higher latency is
 // worse; higher throughput, goodput and attainment are better.
 func (r *Result) judge(minChange float64) {
