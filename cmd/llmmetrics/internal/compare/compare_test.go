@@ -364,8 +364,12 @@ func TestMainSweep(t *testing.T) {
 	base := writeBench(t, filepath.Join(dir, "base"), "m", levels(1, 1), 1)
 	slow := writeBench(t, filepath.Join(dir, "slow"), "m", levels(11, 1.15), 1)
 
-	code, out, errs := runMain("-fail-on", "p50 ttft", base, slow)
+	page := filepath.Join(dir, "c.html")
+	code, out, errs := runMain("-fail-on", "p50 ttft", "-html", page, base, slow)
 	assert.Equal(t, exitFail, code, errs)
+	html, err := os.ReadFile(page)
+	require.NoError(t, err)
+	assert.Contains(t, string(html), "over the levels: p50 ttft: regression at 4 of 4 levels")
 	assert.Contains(t, out, "note: 4 levels: each metric is judged over its levels together (Holm–Bonferroni), its intervals widened from 95% up to 98.8%")
 	assert.Contains(t, out, "over the levels: p50 ttft: regression at 4 of 4 levels")
 	assert.Contains(t, out, "FAIL: regressed: p50 ttft at concurrency 1, p50 ttft at concurrency 2, p50 ttft at concurrency 4, p50 ttft at concurrency 8")
