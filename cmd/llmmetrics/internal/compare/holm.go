@@ -1,6 +1,10 @@
 package compare
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
 
 // A sweep of several load levels makes one verdict per metric at every
 // level. Judged each by its own 95 % interval, a metric compared at 7
@@ -127,6 +131,10 @@ func sweepVerdicts(ls []LevelTable) []SweepVerdict {
 			called = append(called, v)
 		}
 	}
+	names := MetricNames()
+	slices.SortStableFunc(called, func(a, b SweepVerdict) int {
+		return cmp.Compare(slices.Index(names, a.Metric), slices.Index(names, b.Metric))
+	})
 	return called
 }
 

@@ -101,7 +101,8 @@ func TestHolmMinChange(t *testing.T) {
 	assert.Contains(t, ls[1].Results[0].Reason, "the 95% interval (Holm over 2 levels) excludes 0")
 }
 
-// TestSweepVerdicts counts each called metric's levels.
+// TestSweepVerdicts counts each called metric's levels, in table order
+// whatever level a metric is first compared at.
 func TestSweepVerdicts(t *testing.T) {
 	lv := func(vs ...string) LevelTable {
 		var l LevelTable
@@ -117,6 +118,12 @@ func TestSweepVerdicts(t *testing.T) {
 		lv(Improvement, Regression, NoChange),
 	})
 	require.Len(t, got, 2, "goodput was not called")
+	ordered := sweepVerdicts([]LevelTable{
+		{Results: []Result{{Metric: "p90 e2el", Verdict: Regression}}},
+		{Results: []Result{{Metric: "p50 ttft", Verdict: Regression}, {Metric: "p90 e2el", Verdict: NoChange}}},
+	})
+	require.Len(t, ordered, 2)
+	assert.Equal(t, "p50 ttft", ordered[0].Metric, "ttft before e2el, as in the table")
 	assert.Equal(t, SweepVerdict{Metric: "p50 ttft", Levels: 4, Regressions: 2, Improvements: 1}, got[0])
 	assert.Equal(t, SweepVerdict{Metric: "p99 ttft", Levels: 3, Regressions: 1, Improvements: 1}, got[1], "n/a is not a level compared")
 	assert.Equal(t, "p50 ttft: regression at 2 and improvement at 1 of 4 levels", got[0].String())
