@@ -140,6 +140,7 @@ func repeatedRuns(rng *rand.Rand, k, n int, tau, scale float64) [][]llmmetrics.R
 	reps := make([][]llmmetrics.Record, k)
 	for i := range reps {
 		run := scale * math.Exp(tau*rng.NormFloat64())
+		reps[i] = make([]llmmetrics.Record, 0, n)
 		for _, x := range lognormal(rng, n, run) {
 			d := time.Duration(x * float64(time.Millisecond))
 			reps[i] = append(reps[i], llmmetrics.Record{Start: t0, FirstToken: t0.Add(d), Outcome: llmmetrics.OutcomeOK})
@@ -213,5 +214,131 @@ func TestCalibrationRepeatsPower(t *testing.T) {
 		}
 		assert.GreaterOrEqual(t, float64(counts[0])/trials, 0.80, "p50, %d repeats", tt.k)
 		assert.GreaterOrEqual(t, float64(counts[2])/trials, 0.80, "mean, %d repeats", tt.k)
+	}
+}
+
+// The calibration of a sweep: every level of two runs of one server is an
+// A/A comparison, and each metric is judged over the levels together
+// (Holm). What counts is the family-wise error: the share of trials in
+// which any level of a metric is called a change (either way).
+
+// sweepLevels is how many levels the sweep calibration compares: the
+// default bench sweep runs 6 or 7.
+const sweepLevels = 7
+
+// sweepCounts runs trials comparisons of sweeps of sweepLevels levels,
+// each level's results made by level (seeded per trial and level), judges
+// them over the levels by Holm, and counts, per -min-change of minChanges
+// and per result, the trials in which any level was called a change, and
+// (calls) the levels called in all.
+func sweepCounts(trials int, minChanges []float64, level func(rng *rand.Rand, trial int) []Result) (anyLevel, calls [][]int) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for trial := range next {
+				ls := make([]LevelTable, sweepLevels)
+				for l := range ls {
+					rng := rand.New(rand.NewPCG(uint64(trial), uint64(100+l)))
+					ls[l].Results = level(rng, trial)
+				}
+				holm(ls, 0)
+				mu.Lock()
+				for i, m := range minChanges {
+					if anyLevel == nil || len(anyLevel) < len(minChanges) {
+						anyLevel, calls = make([][]int, len(minChanges)), make([][]int, len(minChanges))
+					}
+					if anyLevel[i] == nil {
+						anyLevel[i], calls[i] = make([]int, len(ls[0].Results)), make([]int, len(ls[0].Results))
+					}
+					for j := range ls[0].Results {
+						called := 0
+						for _, l := range ls {
+							r := l.Results[j]
+							r.judge(m)
+							if r.Verdict == Regression || r.Verdict == Improvement {
+								called++
+							}
+						}
+						calls[i][j] += called
+						if called > 0 {
+							anyLevel[i][j]++
+						}
+					}
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for t := range trials {
+		next <- t
+	}
+	close(next)
+	wg.Wait()
+	return anyLevel, calls
+}
+
+// checkSweep logs and checks the family-wise error of sweepCounts: at
+// most 5 % for each statistic.
+func checkSweep(t *testing.T, what string, trials int, minChanges []float64, stats []stat, anyLevel, calls [][]int) {
+	t.Helper()
+	for i, m := range minChanges {
+		for j, st := range stats {
+			rate := float64(anyLevel[i][j]) / float64(trials)
+			t.Logf("%s, %d levels, min-change %g%%, %s: some level called in %d of %d trials (%.1f%%), %d levels called in all", what, sweepLevels, 100*m, statName(st), anyLevel[i][j], trials, 100*rate, calls[i][j])
+			assert.LessOrEqual(t, rate, 0.05, "%s, min-change %g, %s", what, m, statName(st))
+		}
+	}
+}
+
+// TestCalibrationSweepAA: two sweeps of 7 levels of one distribution,
+// 1,000 requests a level and side, measured once (a bootstrap over
+// requests at each level): in at most 5 % of 400 trials is any level of a
+// percentile called a change, with the default -min-change and with none.
+func TestCalibrationSweepAA(t *testing.T) {
+	const trials = 400
+	minChanges := []float64{DefaultMinChange, 0}
+	anyLevel, calls := sweepCounts(trials, minChanges, func(rng *rand.Rand, trial int) []Result {
+		xb, xn := lognormal(rng, 1000, 1), lognormal(rng, 1000, 1)
+		return compareIID("ttft", xb, xn, calibrationStats, settings{resamples: DefaultResamples, seed: rng.Uint64()}, rng)
+	})
+	checkSweep(t, "one run a level", trials, minChanges, calibrationStats, anyLevel, calls)
+}
+
+// TestCalibrationSweepRepeatsAA: the same for sweeps whose levels were
+// repeated (3 repeats of 500 requests, runs differing by τ = 5 %; Welch's
+// interval over the repeats at each level), the mean included.
+func TestCalibrationSweepRepeatsAA(t *testing.T) {
+	const trials = 400
+	stats := []stat{{p: 50}, {p: 90}, {p: 99}, {mean: true}}
+	minChanges := []float64{DefaultMinChange, 0}
+	ttft := func(r llmmetrics.Record) []float64 {
+		d, _ := r.TTFT()
+		return []float64{ms(d)}
+	}
+	anyLevel, calls := sweepCounts(trials, minChanges, func(rng *rand.Rand, trial int) []Result {
+		b, n := repeatedRuns(rng, 3, 500, 0.05, 1), repeatedRuns(rng, 3, 500, 0.05, 1)
+		return compareRepeated("ttft", b, n, ttft, stats, settings{})
+	})
+	checkSweep(t, "3 repeats a level", trials, minChanges, stats, anyLevel, calls)
+}
+
+// TestCalibrationSweepPower: what the family-wise control costs. A true
+// +10 % shift at every one of 7 levels, 2,000 requests a level and side,
+// is found at most levels: with all 7 left, each level is first judged by
+// its 99.3 % interval, and every level found lowers the confidence the
+// rest are judged by. The share of levels found is at least 80 % for
+// each percentile, as on one level alone.
+func TestCalibrationSweepPower(t *testing.T) {
+	const trials = 100
+	_, calls := sweepCounts(trials, []float64{DefaultMinChange}, func(rng *rand.Rand, trial int) []Result {
+		xb, xn := lognormal(rng, 2000, 1), lognormal(rng, 2000, 1.10)
+		return compareIID("ttft", xb, xn, calibrationStats, settings{resamples: DefaultResamples, seed: rng.Uint64()}, rng)
+	})
+	for j, st := range calibrationStats {
+		share := float64(calls[0][j]) / (trials * sweepLevels)
+		t.Logf("%d levels, +10%%, %s: found at %d of %d levels (%.1f%%)", sweepLevels, statName(st), calls[0][j], trials*sweepLevels, 100*share)
+		assert.GreaterOrEqual(t, share, 0.80, statName(st))
 	}
 }

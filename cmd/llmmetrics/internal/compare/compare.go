@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,6 +58,9 @@ type Comparison struct {
 	// MinChange is -min-change as a fraction.
 	MinChange float64      `json:"min_change"`
 	Levels    []LevelTable `json:"levels"`
+	// Sweep sums up, with several levels, each metric that regressed or
+	// improved at some level: at how many of the levels compared.
+	Sweep []SweepVerdict `json:"sweep,omitempty"`
 	// Regressed names the -fail-on metrics that regressed (with their
 	// level); the gate fails when it is not empty.
 	Regressed []string `json:"regressed,omitempty"`
@@ -105,7 +107,9 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 		c.Notes = append(c.Notes, singleRunNote(single))
 	}
 	if len(c.Levels) > 1 {
-		c.Notes = append(c.Notes, chanceNote(c.Levels))
+		holm(c.Levels, o.MinChange)
+		c.Notes = append(c.Notes, holmNote(c.Levels))
+		c.Sweep = sweepVerdicts(c.Levels)
 	}
 	return c, nil
 }
@@ -165,24 +169,6 @@ func singleRunNote(levels []string) string {
 		where = " (" + strings.Join(levels, ", ") + ")"
 	}
 	return "one run a side" + where + ": the intervals hold the noise of sampling requests within each run, not the spread between runs; repeat both (bench -repeats 3) for intervals that hold it"
-}
-
-// chanceNote says how many verdicts a comparison of several levels holds
-// and how many of them chance alone may call a change: each verdict is
-// judged by its own 95 % interval, which excludes 0 by chance in up to
-// 5 % of comparisons of runs that do not differ (the calibration measures
-// at most about 2.5 % each way).
-func chanceNote(levels []LevelTable) string {
-	n := 0
-	for _, t := range levels {
-		for _, r := range t.Results {
-			if r.Verdict != NotCompared {
-				n++
-			}
-		}
-	}
-	return fmt.Sprintf("%d verdicts over %d levels, each by its own 95%% interval: even between runs that do not differ, up to about %d of them (5%%) may be called a change by chance; gate with -fail-on on the few metrics that matter, or compare one level with -load",
-		n, len(levels), int(math.Ceil(0.05*float64(n))))
 }
 
 // saturationNote names the saturation points of two bench runs when they

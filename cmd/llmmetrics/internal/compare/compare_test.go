@@ -195,7 +195,7 @@ func TestLevels(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, c.Levels, 1, "the one level both have")
 	for _, n := range c.Notes {
-		assert.NotContains(t, n, "by chance", "one level: no note on the number of verdicts")
+		assert.NotContains(t, n, "Holm", "one level: judged alone")
 	}
 	assert.Equal(t, "concurrency 4", c.Levels[0].Level)
 	assert.Equal(t, []string{"concurrency 1: only in BASE", "concurrency 8: only in NEW"}, c.Notes, "repeated on both sides: no one-run note")
@@ -349,20 +349,46 @@ func TestSaturationNote(t *testing.T) {
 	}
 }
 
-// TestChanceNote: 3 levels of 24 metrics, 2 of them n/a, are 70 verdicts,
-// of which 5 % is 3.5: up to about 4 called by chance.
-func TestChanceNote(t *testing.T) {
-	level := func(na int) LevelTable {
-		var lt LevelTable
-		for i := range 24 {
-			v := NoChange
-			if i < na {
-				v = NotCompared
-			}
-			lt.Results = append(lt.Results, Result{Verdict: v})
+// TestMainSweep: NEW 15 % slower at each of 4 levels measured once is a
+// regression of p50 TTFT at all 4, each metric judged over the 4 levels
+// together: the first round's intervals are 1 − 0.05/4 = 98.75 % ones.
+func TestMainSweep(t *testing.T) {
+	dir := t.TempDir()
+	levels := func(seed uint64, slow float64) map[float64][]llmmetrics.Record {
+		m := map[float64][]llmmetrics.Record{}
+		for i, load := range []float64{1, 2, 4, 8} {
+			m[load] = records(seed+uint64(i), 600, 50*time.Millisecond, slow)
 		}
-		return lt
+		return m
 	}
-	got := chanceNote([]LevelTable{level(0), level(2), level(0)})
-	assert.Equal(t, "70 verdicts over 3 levels, each by its own 95% interval: even between runs that do not differ, up to about 4 of them (5%) may be called a change by chance; gate with -fail-on on the few metrics that matter, or compare one level with -load", got)
+	base := writeBench(t, filepath.Join(dir, "base"), "m", levels(1, 1), 1)
+	slow := writeBench(t, filepath.Join(dir, "slow"), "m", levels(11, 1.15), 1)
+
+	page := filepath.Join(dir, "c.html")
+	code, out, errs := runMain("-fail-on", "p50 ttft", "-html", page, base, slow)
+	assert.Equal(t, exitFail, code, errs)
+	html, err := os.ReadFile(page)
+	require.NoError(t, err)
+	assert.Contains(t, string(html), "over the levels: p50 ttft: regression at 4 of 4 levels")
+	assert.Contains(t, out, "note: 4 levels: each metric is judged over its levels together (Holm–Bonferroni), its intervals widened from 95% up to 98.8%")
+	assert.Contains(t, out, "over the levels: p50 ttft: regression at 4 of 4 levels")
+	assert.Contains(t, out, "FAIL: regressed: p50 ttft at concurrency 1, p50 ttft at concurrency 2, p50 ttft at concurrency 4, p50 ttft at concurrency 8")
+
+	code, out, _ = runMain("-json", base, slow)
+	require.Equal(t, exitOK, code)
+	var c Comparison
+	require.NoError(t, json.Unmarshal([]byte(out), &c))
+	require.Len(t, c.Levels, 4)
+	confs := map[float64]int{}
+	for _, l := range c.Levels {
+		for _, r := range l.Results {
+			if r.Metric == "p50 ttft" {
+				assert.Equal(t, Regression, r.Verdict, l.Level)
+				assert.Equal(t, 4, r.Levels, l.Level)
+				confs[r.Confidence]++
+			}
+		}
+	}
+	assert.Greater(t, confs[1-0.05/4], 0, "some level called in the first round, by its 98.75%% interval: %v", confs)
+	assert.Contains(t, c.Sweep, SweepVerdict{Metric: "p50 ttft", Levels: 4, Regressions: 4})
 }

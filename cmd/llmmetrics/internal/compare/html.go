@@ -25,7 +25,7 @@ func Page(c *Comparison, ins [2]*Input, command string) present.Page {
 	}
 	for _, t := range c.Levels {
 		tab := present.Table{Caption: fmt.Sprintf("%s (requests: BASE %d, NEW %d)", strings.TrimSpace(t.Level), len(t.base.recs), len(t.new.recs)),
-			Header: []string{"metric", "unit", "BASE", "NEW", "change", "95% interval", "verdict"}}
+			Header: []string{"metric", "unit", "BASE", "NEW", "change", "interval", "verdict"}}
 		for _, r := range t.Results {
 			row := present.Row{Cells: []string{r.Metric, r.Unit, num(r.Base, r.BaseN), num(r.New, r.NewN), ChangeText(r), IntervalText(r), r.Verdict}}
 			if r.Verdict == Regression || r.Verdict == Improvement {
@@ -87,7 +87,7 @@ func workloadRows(r *BenchResults) [][2]string {
 }
 
 func verdictRule(c *Comparison) string {
-	return fmt.Sprintf("Verdict: regression or improvement when the 95%% interval excludes 0 and the change is at least -min-change (%g%%; for slo_attainment, points); else no change.", 100*c.MinChange)
+	return "Verdict: " + VerdictRule(c) + "."
 }
 
 // verdict sums the comparison up: the gate's outcome when -fail-on was
@@ -104,7 +104,7 @@ func verdict(c *Comparison) *present.Verdict {
 			if t.Level != "" && len(c.Levels) > 1 {
 				name += " at " + t.Level
 			}
-			line := fmt.Sprintf("%s: %s %s, 95%% interval %s", r.Verdict, name, ChangeText(r), IntervalText(r))
+			line := fmt.Sprintf("%s: %s %s, interval %s", r.Verdict, name, ChangeText(r), IntervalText(r))
 			if IntervalText(r) == "-" {
 				line = fmt.Sprintf("%s: %s (%s)", r.Verdict, name, r.Reason)
 			}
@@ -115,7 +115,11 @@ func verdict(c *Comparison) *present.Verdict {
 			}
 		}
 	}
-	v := &present.Verdict{Reasons: append(reg, imp...)}
+	var sweep []string
+	for _, s := range c.Sweep {
+		sweep = append(sweep, "over the levels: "+s.String())
+	}
+	v := &present.Verdict{Reasons: append(sweep, append(reg, imp...)...)}
 	switch {
 	case len(c.FailOn) > 0 && len(c.Regressed) > 0:
 		v.Bad, v.Headline = true, "FAIL: regressed: "+strings.Join(c.Regressed, ", ")

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,12 +35,18 @@ type Result struct {
 	// percent (absent when Base is 0).
 	Change    float64  `json:"change"`
 	ChangePct *float64 `json:"change_pct,omitempty"`
-	// CILow and CIHigh bound Change with 95 % confidence; CILowPct and
-	// CIHighPct bound ChangePct.
+	// CILow and CIHigh bound Change with confidence Confidence; CILowPct
+	// and CIHighPct bound ChangePct.
 	CILow     float64  `json:"ci_low"`
 	CIHigh    float64  `json:"ci_high"`
 	CILowPct  *float64 `json:"ci_low_pct,omitempty"`
 	CIHighPct *float64 `json:"ci_high_pct,omitempty"`
+	// Confidence is the interval's confidence: 0.95, or more when the
+	// metric is judged over several load levels together (Holm).
+	Confidence float64 `json:"confidence,omitempty"`
+	// Levels is how many load levels this metric is judged over together
+	// (Holm–Bonferroni; absent when judged alone).
+	Levels int `json:"holm_levels,omitempty"`
 	// Method says how the interval was computed.
 	Method  string `json:"method"`
 	Verdict string `json:"verdict"`
@@ -51,6 +58,44 @@ type Result struct {
 
 	higherIsBetter bool
 	points         bool // the change is judged in percentage points (attainment)
+	// ci computes the interval at a confidence (nil: the verdict is not
+	// judged by an interval).
+	ci func(conf float64) ends
+}
+
+// ends are the ends of an interval of the change, absolute and, when pct
+// is set, relative (percent).
+type ends struct {
+	lo, hi       float64
+	loPct, hiPct float64
+	pct          bool
+}
+
+// setInterval sets r's interval from r.ci at confidence conf.
+func (r *Result) setInterval(conf float64) {
+	e := r.ci(conf)
+	r.Confidence = conf
+	r.CILow, r.CIHigh = e.lo, e.hi
+	r.CILowPct, r.CIHighPct = nil, nil
+	if e.pct {
+		r.CILowPct, r.CIHighPct = &e.loPct, &e.hiPct
+	}
+}
+
+// bootInterval returns the interval function of the percentile bootstrap
+// of the resampled changes abs (absolute) and rel (relative, percent;
+// nil: none), which it sorts.
+func bootInterval(abs, rel []float64) func(conf float64) ends {
+	slices.Sort(abs)
+	slices.Sort(rel)
+	return func(conf float64) ends {
+		lo, hi := tails(conf)
+		e := ends{lo: percentileOf(abs, lo), hi: percentileOf(abs, hi)}
+		if rel != nil {
+			e.loPct, e.hiPct, e.pct = percentileOf(rel, lo), percentileOf(rel, hi), true
+		}
+		return e
+	}
 }
 
 // latencies are the latency metrics, in table order.
@@ -194,11 +239,11 @@ func latencyResults(name string, xb, xn []float64, stats []stat, rb, rn [][]floa
 				abs[i] = rn[i][j] - rb[i][j]
 				rel[i] = ratioChange(rn[i][j], rb[i][j])
 			}
-			r.CILow, r.CIHigh = percentileOf(abs, tailLo), percentileOf(abs, tailHi)
-			if r.Base > 0 {
-				lo, hi := percentileOf(rel, tailLo), percentileOf(rel, tailHi)
-				r.CILowPct, r.CIHighPct = &lo, &hi
+			if r.Base <= 0 {
+				rel = nil
 			}
+			r.ci = bootInterval(abs, rel)
+			r.setInterval(ciLevel)
 			r.judge(s.minChange)
 		}
 		out = append(out, r)
@@ -275,7 +320,8 @@ func clusteredOf(recs []llmmetrics.Record, vals func(llmmetrics.Record) []float6
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // judge sets the change and the verdict from the interval: a change is
-// real when its 95 % interval excludes 0, and it counts when it is at
+// real when its interval (95 %, or Holm's over several levels) excludes
+// 0, and it counts when it is at
 // least minChange (relative; for attainment, in points). Higher latency is
 // worse; higher throughput, goodput and attainment are better.
 func (r *Result) judge(minChange float64) {
@@ -296,7 +342,7 @@ func (r *Result) judge(minChange float64) {
 	down := r.CIHigh < 0
 	switch {
 	case !up && !down:
-		r.Verdict, r.Reason = NoChange, "the 95% interval includes 0: no change beyond noise"
+		r.Verdict, r.Reason = NoChange, "the "+r.intervalName()+" includes 0: no change beyond noise"
 		return
 	case size < minChange:
 		r.Verdict, r.Reason = NoChange, fmt.Sprintf("a real change, but smaller than -min-change %s", fmtMin(minChange, r.points))
@@ -312,7 +358,26 @@ func (r *Result) judge(minChange float64) {
 	} else {
 		r.Verdict = Improvement
 	}
-	r.Reason = fmt.Sprintf("%s beyond noise (the 95%% interval excludes 0) and by at least -min-change %s", dir, fmtMin(minChange, r.points))
+	r.Reason = fmt.Sprintf("%s beyond noise (the %s excludes 0) and by at least -min-change %s", dir, r.intervalName(), fmtMin(minChange, r.points))
+}
+
+// intervalName names r's interval by its confidence: "95% interval", or
+// "99.3% interval (Holm over 7 levels)".
+func (r *Result) intervalName() string {
+	s := confText(r.Confidence) + " interval"
+	if r.Levels > 1 {
+		s += fmt.Sprintf(" (Holm over %d levels)", r.Levels)
+	}
+	return s
+}
+
+// confText formats a confidence in percent to 0.1: "95%", "99.3%" (0:
+// the default 95 %).
+func confText(conf float64) string {
+	if conf == 0 {
+		conf = ciLevel
+	}
+	return strings.TrimSuffix(strconv.FormatFloat(100*conf, 'f', 1, 64), ".0") + "%"
 }
 
 func fmtMin(m float64, points bool) string {

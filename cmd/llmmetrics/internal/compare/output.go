@@ -28,7 +28,7 @@ func WriteText(w io.Writer, c *Comparison) {
 			fmt.Fprintf(w, "requests: BASE %d, NEW %d\n", len(t.base.recs), len(t.new.recs))
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "metric\tunit\tbase\tnew\tchange\t95% interval\tverdict\t")
+		fmt.Fprintln(tw, "metric\tunit\tbase\tnew\tchange\tinterval\tverdict\t")
 		for _, r := range t.Results {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Metric, r.Unit, num(r.Base, r.BaseN), num(r.New, r.NewN),
 				ChangeText(r), IntervalText(r), r.Verdict)
@@ -41,10 +41,13 @@ func WriteText(w io.Writer, c *Comparison) {
 		}
 	}
 	fmt.Fprintln(w)
+	for _, v := range c.Sweep {
+		fmt.Fprintf(w, "over the levels: %s\n", v)
+	}
 	for _, m := range Methods(c) {
 		fmt.Fprintf(w, "method: %s\n", m)
 	}
-	fmt.Fprintf(w, "verdict: regression or improvement when the 95%% interval excludes 0 and the change is at least -min-change (%g%%; for slo_attainment, points); else no change\n", 100*c.MinChange)
+	fmt.Fprintf(w, "verdict: %s\n", VerdictRule(c))
 	switch {
 	case len(c.FailOn) == 0:
 	case len(c.Regressed) > 0:
@@ -113,18 +116,33 @@ func ChangeText(r Result) string {
 	return fmt.Sprintf("%+.4g (%s)", r.Change, pctText(*r.ChangePct))
 }
 
-// IntervalText formats the 95 % interval of the change (relative when
-// there is one).
+// VerdictRule says how the verdicts are reached.
+func VerdictRule(c *Comparison) string {
+	conf := "95% interval"
+	if len(c.Levels) > 1 {
+		conf = "interval (95% for a metric judged at one level; with several, Holm-adjusted per metric, its confidence shown)"
+	}
+	return fmt.Sprintf("regression or improvement when the %s excludes 0 and the change is at least -min-change (%g%%; for slo_attainment, points); else no change", conf, 100*c.MinChange)
+}
+
+// IntervalText formats the interval of the change (relative when there is
+// one), with its confidence when it is not 95 %.
 func IntervalText(r Result) string {
+	var s string
 	switch {
 	case r.Verdict == NotCompared || (r.CILow == 0 && r.CIHigh == 0 && r.Method == ""):
 		return "-"
 	case r.points:
-		return fmt.Sprintf("[%+.2f, %+.2f] points", r.CILow, r.CIHigh)
+		s = fmt.Sprintf("[%+.2f, %+.2f] points", r.CILow, r.CIHigh)
 	case r.CILowPct != nil:
-		return fmt.Sprintf("[%s, %s]", pctText(*r.CILowPct), pctText(*r.CIHighPct))
+		s = fmt.Sprintf("[%s, %s]", pctText(*r.CILowPct), pctText(*r.CIHighPct))
+	default:
+		s = fmt.Sprintf("[%+.4g, %+.4g]", r.CILow, r.CIHigh)
 	}
-	return fmt.Sprintf("[%+.4g, %+.4g]", r.CILow, r.CIHigh)
+	if r.Confidence != 0 && confText(r.Confidence) != confText(ciLevel) {
+		s += " (" + confText(r.Confidence) + ")"
+	}
+	return s
 }
 
 func pctText(p float64) string {

@@ -190,7 +190,8 @@ func compareAttainment(b, n sample, s settings) Result {
 	for i := range diffs {
 		diffs[i] = 100 * (dn.Rand()/float64(nn) - db.Rand()/float64(nb))
 	}
-	res.CILow, res.CIHigh = percentileOf(diffs, tailLo), percentileOf(diffs, tailHi)
+	res.ci = bootInterval(diffs, nil)
+	res.setInterval(ciLevel)
 	res.judge(s.minChange)
 	return res
 }

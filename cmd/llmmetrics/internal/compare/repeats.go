@@ -115,9 +115,14 @@ func perRepeat(per [][]float64, st stat) []float64 {
 func (r *Result) setWelch(rb, rn []float64) {
 	_, sb := meanSE(rb)
 	_, sn := meanSE(rn)
-	r.CILow, r.CIHigh = welch(r.New-r.Base, sb, len(rb), sn, len(rn))
-	if r.Base != 0 && !r.points {
-		lo, hi := 100*r.CILow/r.Base, 100*r.CIHigh/r.Base
-		r.CILowPct, r.CIHighPct = &lo, &hi
+	diff, base, pct := r.New-r.Base, r.Base, r.Base != 0 && !r.points
+	r.ci = func(conf float64) ends {
+		lo, hi := welch(diff, sb, len(rb), sn, len(rn), conf)
+		e := ends{lo: lo, hi: hi}
+		if pct {
+			e.loPct, e.hiPct, e.pct = 100*lo/base, 100*hi/base, true
+		}
+		return e
 	}
+	r.setInterval(ciLevel)
 }

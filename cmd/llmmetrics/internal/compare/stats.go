@@ -27,12 +27,17 @@ import (
 //     gaps are sorted once, and each resample weighs every gap by how many
 //     times its request was drawn.
 
-// interval is a two-sided 95 % interval.
-const (
-	ciLevel = 0.95
-	tailLo  = 100 * (1 - ciLevel) / 2 // percent
-	tailHi  = 100 - tailLo
-)
+// ciLevel is the confidence of an interval judged alone: two-sided 95 %.
+// With several load levels, each metric's intervals are widened by Holm's
+// procedure (holm.go).
+const ciLevel = 0.95
+
+// tails returns the percentiles (in percent) that bound a two-sided
+// interval of confidence conf: 2.5 and 97.5 at 0.95.
+func tails(conf float64) (lo, hi float64) {
+	lo = 100 * (1 - conf) / 2
+	return lo, 100 - lo
+}
 
 // stat is one statistic of a distribution: a percentile (p in percent) or,
 // with mean set, the mean.
@@ -194,17 +199,18 @@ func percentileOf(xs []float64, p float64) float64 {
 	return lerp(xs[lo-1], xs[hi-1], frac)
 }
 
-// welch returns the 95 % interval of mean(b) − mean(a) for two sets of
-// replicates (time batches or repeats) by Welch's t interval, with the
-// standard errors sa, sb and degrees of freedom from the replicate counts.
-func welch(diff, sa float64, na int, sb float64, nb int) (lo, hi float64) {
+// welch returns the interval of confidence conf of mean(b) − mean(a) for
+// two sets of replicates (time batches or repeats) by Welch's t interval,
+// with the standard errors sa, sb and degrees of freedom from the
+// replicate counts.
+func welch(diff, sa float64, na int, sb float64, nb int, conf float64) (lo, hi float64) {
 	va, vb := sa*sa, sb*sb
 	v := va + vb
 	if v == 0 {
 		return diff, diff
 	}
 	df := v * v / (va*va/float64(na-1) + vb*vb/float64(nb-1))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(1 - (1-ciLevel)/2)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(1 - (1-conf)/2)
 	h := t * math.Sqrt(v)
 	return diff - h, diff + h
 }

@@ -103,13 +103,18 @@ func TestBootClustered(t *testing.T) {
 
 // TestWelch: equal standard errors 1 with 10 replicates each give
 // Welch–Satterthwaite df = 2² / (1/9 + 1/9) = 18 and t(0.975, 18) =
-// 2.100922, so the half-width is 2.100922·√2.
+// 2.100922, so the half-width is 2.100922·√2; at 99 % t(0.995, 18) =
+// 2.878440 (a t table).
 func TestWelch(t *testing.T) {
-	lo, hi := welch(5, 1, 10, 1, 10)
+	lo, hi := welch(5, 1, 10, 1, 10, ciLevel)
 	h := 2.100922 * math.Sqrt2
 	assert.InDelta(t, 5-h, lo, 1e-5)
 	assert.InDelta(t, 5+h, hi, 1e-5)
-	lo, hi = welch(3, 0, 10, 0, 10)
+	lo, hi = welch(5, 1, 10, 1, 10, 0.99)
+	h = 2.878440 * math.Sqrt2
+	assert.InDelta(t, 5-h, lo, 1e-5)
+	assert.InDelta(t, 5+h, hi, 1e-5)
+	lo, hi = welch(3, 0, 10, 0, 10, ciLevel)
 	assert.Equal(t, [2]float64{3, 3}, [2]float64{lo, hi}, "no spread: a point")
 }
 
