@@ -208,6 +208,24 @@ func compareIID(name string, xb, xn []float64, stats []stat, s settings, rng *ra
 	return latencyResults(name, xb, xn, stats, rb, rn, method, s)
 }
 
+// missing judges r when a run has no values (BASE only: a regression, the
+// NEW run lost them) and reports whether it did.
+func (r *Result) missing(xb, xn []float64, st stat) bool {
+	switch {
+	case len(xb) == 0 && len(xn) == 0:
+		r.Verdict, r.Reason = NotCompared, "no values in either run"
+	case len(xn) == 0:
+		r.Base = point(xb, st)
+		r.Verdict, r.Reason = Regression, "NEW has no values where BASE has "+fmt.Sprint(len(xb))
+	case len(xb) == 0:
+		r.New = point(xn, st)
+		r.Verdict, r.Reason = NotCompared, "BASE has no values"
+	default:
+		return false
+	}
+	return true
+}
+
 // latencyResults turns the replicates of one latency's statistics into
 // results. xb and xn are the sorted values (ms).
 func latencyResults(name string, xb, xn []float64, stats []stat, rb, rn [][]float64, method string, s settings) []Result {
@@ -219,14 +237,7 @@ func latencyResults(name string, xb, xn []float64, stats []stat, rb, rn [][]floa
 			need = minSamples(st.p)
 		}
 		switch {
-		case len(xb) == 0 && len(xn) == 0:
-			r.Verdict, r.Reason = NotCompared, "no values in either run"
-		case len(xn) == 0:
-			r.Base = point(xb, st)
-			r.Verdict, r.Reason = Regression, "NEW has no values where BASE has "+fmt.Sprint(len(xb))
-		case len(xb) == 0:
-			r.New = point(xn, st)
-			r.Verdict, r.Reason = NotCompared, "BASE has no values"
+		case r.missing(xb, xn, st):
 		case len(xb) < need || len(xn) < need:
 			r.Base, r.New = point(xb, st), point(xn, st)
 			r.Change = r.New - r.Base

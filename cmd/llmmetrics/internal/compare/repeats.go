@@ -74,14 +74,7 @@ func compareRepeated(name string, b, n [][]llmmetrics.Record, vals func(llmmetri
 			return m
 		}
 		switch {
-		case len(xb) == 0 && len(xn) == 0:
-			r.Verdict, r.Reason = NotCompared, "no values in either run"
-		case len(xn) == 0:
-			r.Base = point(xb, st)
-			r.Verdict, r.Reason = Regression, "NEW has no values where BASE has "+fmt.Sprint(len(xb))
-		case len(xb) == 0:
-			r.New = point(xn, st)
-			r.Verdict, r.Reason = NotCompared, "BASE has no values"
+		case r.missing(xb, xn, st):
 		case len(pb) < 2 || len(pn) < 2:
 			r.Base, r.New = point(xb, st), point(xn, st)
 			r.Change = r.New - r.Base
