@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/llmmetrics/llmmetrics"
@@ -81,6 +82,42 @@ func TestPerRequestAttributesMeasured(t *testing.T) {
 	m := c.Collect(t)
 	assert.Equal(t, map[string]float64{"a": 2, "b": 1, "c": 1}, m.SumBy(llmmetrics.ServerMetricNames().Requests, semconv.GenAIResponseModelKey))
 	assert.Equal(t, 4.0, m.Value(llmmetrics.ServerMetricNames().Requests, semconv.GenAIRequestModel("m1")), "the Tracker's attributes stay")
+}
+
+// TestPerRequestAttributesAsASet: the attributes given to Start are a set,
+// whatever their order, with the last of duplicate keys winning, both for
+// the few the cache keys as given and for longer lists; with a cache of
+// one entry the requests evict each other's sets and are measured the same.
+func TestPerRequestAttributesAsASet(t *testing.T) {
+	op, x, y := semconv.GenAIOperationNameChat, semconv.GenAIRequestModel("x"), semconv.GenAIRequestModel("y")
+	a, b, c5 := attribute.Int("a", 1), attribute.Int("b", 2), attribute.Int("c", 3)
+	starts := [][]attribute.KeyValue{
+		{x, op},
+		{op, x},
+		{y, op, x},        // x wins
+		{x, op, y, x},     // four given, x wins
+		{op, x, a, b, c5}, // more than the cache keys as given
+		{c5, b, a, x, op},
+		{y, c5, b, a, x, op}, // x wins
+	}
+	for _, size := range []int{0, 1, 256} {
+		t.Run(fmt.Sprintf("cache %d", size), func(t *testing.T) {
+			tr, coll := newCollectedTracker(t, llmmetrics.WithAttributeCacheSize(size))
+			for range 2 {
+				for _, attrs := range starts {
+					r := tr.StartAt(context.Background(), atMS(0), attrs...)
+					r.ChunkAt(atMS(10), 1)
+					r.EndAt(atMS(20), nil)
+				}
+			}
+			m := coll.Collect(t)
+			name := llmmetrics.ServerMetricNames().Requests
+			require.Len(t, m.Points(name), 2, "two series: with and without a, b, c")
+			assert.Equal(t, 14.0, m.Value(name, op, x))
+			assert.Zero(t, m.Value(name, y))
+			assert.Equal(t, 6.0, m.Value(name, a, b, c5))
+		})
+	}
 }
 
 func TestErrorTypeBounded(t *testing.T) {

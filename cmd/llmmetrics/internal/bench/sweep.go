@@ -462,9 +462,15 @@ type recordLine struct {
 	Error string `json:"error,omitempty"`
 }
 
+// recordLineBytes is a little more than a line of records.jsonl for a
+// short request without ITL gaps (about 450 bytes); longer lines grow the
+// buffer as before.
+const recordLineBytes = 512
+
 // writeRecords appends a repeat's records to records.jsonl.
 func (b *bench) writeRecords(load float64, repeat int, rep repeatResult) error {
 	var buf bytes.Buffer
+	buf.Grow(recordLineBytes * len(rep.records)) // one allocation, not a doubling series of copies
 	enc := json.NewEncoder(&buf)
 	for i, r := range rep.records {
 		m := rep.metas[i]
