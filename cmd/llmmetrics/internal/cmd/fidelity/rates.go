@@ -197,16 +197,16 @@ func ratesLevel(ctx context.Context, base string, lv level, seconds float64) err
 	}
 	defer os.RemoveAll(dir)
 	args := []string{"-url", base + "/v1", "-model", "truth", "-input-tokens", "16", "-repeats", "1", "-out", dir}
-	var n int
+	var n, warmup int // measured and warm-up requests: the CPU is divided by both
 	loop := "open"
 	if lv.mode == "rate" {
-		n = int(float64(lv.load) * seconds)
-		args = append(args, "-rates", strconv.Itoa(lv.load), "-requests", strconv.Itoa(n), "-warmup", strconv.Itoa(lv.load/2))
+		n, warmup = int(float64(lv.load)*seconds), lv.load/2
+		args = append(args, "-rates", strconv.Itoa(lv.load), "-requests", strconv.Itoa(n), "-warmup", strconv.Itoa(warmup))
 	} else {
 		loop = "closed"
 		// A request takes ~5 ms: seconds of it per client.
-		n = max(lv.load, int(float64(lv.load)*seconds*150))
-		args = append(args, "-concurrency", strconv.Itoa(lv.load), "-requests", strconv.Itoa(n), "-warmup", strconv.Itoa(lv.load))
+		n, warmup = max(lv.load, int(float64(lv.load)*seconds*150)), lv.load
+		args = append(args, "-concurrency", strconv.Itoa(lv.load), "-requests", strconv.Itoa(n), "-warmup", strconv.Itoa(warmup))
 	}
 	cpu0, wait0, t0 := cpuTime(), runDelay(), time.Now()
 	stopHog := startHog(hogOn)
@@ -255,7 +255,7 @@ func ratesLevel(ctx context.Context, base string, lv level, seconds float64) err
 	}
 	fmt.Printf("| %s | %d | %d | %s / %s | %s / %s | %s | %s / %s | %s | %s | %s | %.1f µs | %.0f %% | %s |\n", loop, lv.load, len(sched),
 		us(ct.SendLagP50), us(ct.SendLagP99), us(pct(lag, 50)), us(pct(lag, 99)), us(floor), us(pct(above, 50)), us(pct(above, 99)),
-		jit, us(way), handler, float64(used)/1e3/float64(len(sched)+len(sched)/2), 100*waited.Seconds()/wall.Seconds(), warn)
+		jit, us(way), handler, float64(used)/1e3/float64(n+warmup), 100*waited.Seconds()/wall.Seconds(), warn)
 	return nil
 }
 
