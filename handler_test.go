@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -637,10 +638,13 @@ func TestHandlerOwnWriteErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, reader, _ := serverTracker(t)
 			done := make(chan struct{})
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				defer close(done)
 				NewHandler(tr, tc.handler).ServeHTTP(w, r)
 			}))
+			// net/http logs the write after a hijack the ErrHijacked case makes.
+			srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+			srv.Start()
 			defer srv.Close()
 			base := &http.Transport{}
 			defer base.CloseIdleConnections()
