@@ -35,23 +35,21 @@ func (t arrivalTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if rt == nil {
 		return t.base.RoundTrip(req)
 	}
-	began := time.Now()
-	var conn atomic.Pointer[net.Conn]
-	var wrote atomic.Int64 // WroteRequest's time: 1 + ns after began; 0: not yet
-	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
-		GotConn: func(i httptrace.GotConnInfo) { conn.Store(&i.Conn) },
-		WroteRequest: func(i httptrace.WroteRequestInfo) {
-			if i.Err == nil {
-				wrote.Store(1 + int64(time.Since(began)))
-			}
-		},
-	})
-	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	a := rt.attempt
+	if a == nil { // not sent by try: a trace of its own
+		a = new(attempt)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), a.trace()))
+	}
+	a.conn.Store(nil)
+	a.wrote.Store(0)
+	a.began = time.Now() // before the write loop can see the request
+	resp, err := t.base.RoundTrip(req)
 	var c net.Conn
-	if p := conn.Load(); p != nil {
+	if p := a.conn.Load(); p != nil {
 		c = *p
 	}
-	rt.sent = sentTime(c, began, wrote.Load() != 0, time.Duration(wrote.Load()-1))
+	w := a.wrote.Load()
+	rt.sent = sentTime(c, a.began, w != 0, time.Duration(w-1))
 	if err != nil || resp == nil || resp.Body == nil || resp.Body == http.NoBody {
 		return resp, err
 	}
@@ -63,6 +61,32 @@ func (t arrivalTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = b
 	return resp, nil
+}
+
+// attempt is what one attempt's trace saw: one trace serves both try
+// (was the connection reused, did an answer begin: may it be retried) and
+// arrivalTransport (which connection, when the request was written), as
+// two traces on one context would be merged per request by reflection.
+type attempt struct {
+	reused, answered atomic.Bool
+	conn             atomic.Pointer[net.Conn]
+	wrote            atomic.Int64 // WroteRequest's time: 1 + ns after began; 0: not yet
+	began            time.Time    // set by arrivalTransport before the round trip
+}
+
+func (a *attempt) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) {
+			a.reused.Store(i.Reused)
+			a.conn.Store(&i.Conn)
+		},
+		GotFirstResponseByte: func() { a.answered.Store(true) },
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil && !a.began.IsZero() {
+				a.wrote.Store(1 + int64(time.Since(a.began)))
+			}
+		},
+	}
 }
 
 // CloseIdleConnections closes the base transport's idle connections

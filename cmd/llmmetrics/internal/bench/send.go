@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -104,12 +103,12 @@ func (b *bench) send(ctx context.Context, body []byte, slot *llmmetrics.Record, 
 // try makes one attempt through hc. retry reports that it failed on a
 // reused connection before any byte of the answer arrived.
 func (b *bench) try(ctx context.Context, hc *http.Client, body []byte, slot *llmmetrics.Record, k keep) (s sent, retry bool, err error) {
-	var reused, answered atomic.Bool
+	a := new(attempt)
+	if rt, ok := ctx.Value(timingKey{}).(*reqTiming); ok {
+		rt.attempt = a // arrivalTransport reads the same trace's connection and write time
+	}
 	ctx = context.WithValue(ctx, slotKey{}, slot)
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn:              func(i httptrace.GotConnInfo) { reused.Store(i.Reused) },
-		GotFirstResponseByte: func() { answered.Store(true) },
-	})
+	ctx = httptrace.WithClientTrace(ctx, a.trace())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url, bytes.NewReader(body))
 	if err != nil { // the URL passed the flags' check: not expected
 		now := time.Now()
@@ -119,7 +118,7 @@ func (b *bench) try(ctx context.Context, hc *http.Client, body []byte, slot *llm
 	b.setHeaders(req)
 	resp, err := hc.Do(req)
 	if err != nil {
-		return sent{msg: shortError(err)}, reused.Load() && !answered.Load(), err
+		return sent{msg: shortError(err)}, a.reused.Load() && !a.answered.Load(), err
 	}
 	defer resp.Body.Close()
 	s.contentType = resp.Header.Get("Content-Type")

@@ -59,6 +59,7 @@ type reqTiming struct {
 	reads     int             // socket reads that carried frames
 	multi     int             // of which carried several frames
 	note      string          // why the clock was used
+	attempt   *attempt        // the attempt in flight (its trace), set by try
 }
 
 // timingKey is the context key of a request's *reqTiming.
