@@ -15,9 +15,14 @@ const MaxDepth = 10000
 // so its scratch buffer is allocated once. A Scanner is not safe for
 // concurrent use.
 type Scanner struct {
-	s     []byte
-	buf   []byte                  // scratch for strings with escapes (Text)
-	stack [MaxDepth/64 + 1]uint64 // container kinds for Skip (1 = object)
+	s   []byte
+	buf []byte // scratch for strings with escapes (Text)
+	// Container kinds for Skip, one bit per open level (1 = object): the
+	// first 128 levels in small, deeper ones in deep, grown on demand, so
+	// a Scanner stays small (a decoder holds one per stream) and a stream
+	// allocates only when its JSON nests deeper than 128.
+	small [2]uint64
+	deep  []uint64
 	// hot0 and hot1 span (quotes included) the last string read by
 	// NonEmptyString; hot0 is -1 when there was none.
 	hot0, hot1 int
@@ -315,12 +320,26 @@ func (j *Scanner) Skip(i, depth int) (next int, ok bool) {
 	return j.scalar(i)
 }
 
+// kindWord returns the word of the container kinds that holds level n,
+// growing deep to reach it.
+func (j *Scanner) kindWord(n int) *uint64 {
+	w := n >> 6
+	if w < len(j.small) {
+		return &j.small[w]
+	}
+	w -= len(j.small)
+	if w >= len(j.deep) {
+		j.deep = append(j.deep, make([]uint64, w+1-len(j.deep))...)
+	}
+	return &j.deep[w]
+}
+
 // skipContainer validates a container without recursion: the kinds of the
-// open containers are one bit each in j.stack.
+// open containers are one bit each (kindWord).
 func (j *Scanner) skipContainer(i, depth int) (int, bool) {
 	s := j.s
 	n := 0 // containers opened by this call and not closed yet
-	isObj := func() bool { return j.stack[(n-1)>>6]&(1<<((n-1)&63)) != 0 }
+	isObj := func() bool { return *j.kindWord(n - 1)&(1<<((n-1)&63)) != 0 }
 	const (
 		stOpen = iota
 		stMember
@@ -334,10 +353,10 @@ func (j *Scanner) skipContainer(i, depth int) (int, bool) {
 				return 0, false
 			}
 			obj := s[i] == '{'
-			if obj {
-				j.stack[n>>6] |= 1 << (n & 63)
+			if w := j.kindWord(n); obj {
+				*w |= 1 << (n & 63)
 			} else {
-				j.stack[n>>6] &^= 1 << (n & 63)
+				*w &^= 1 << (n & 63)
 			}
 			n++
 			i = j.SkipSpace(i + 1)

@@ -72,6 +72,52 @@ func TestWalkValidity(t *testing.T) {
 	}
 }
 
+// Skip keeps each open container's kind past the first 128 levels (where
+// they are kept apart from the shallow ones): a closer of the wrong kind
+// at any depth is an error, as encoding/json says; a shallow Skip
+// allocates nothing.
+func TestSkipDeepKinds(t *testing.T) {
+	const levels = 300
+	var open, closers []string
+	for i := range levels {
+		if i%3 == 0 {
+			open, closers = append(open, "["), append(closers, "]")
+		} else {
+			open, closers = append(open, `{"a":`), append(closers, "}")
+		}
+	}
+	doc := func(swapAt int) []byte {
+		var b strings.Builder
+		b.WriteString(`{"x":` + strings.Join(open, "") + "1")
+		for i := levels - 1; i >= 0; i-- {
+			c := closers[i]
+			if i == swapAt {
+				c = map[string]string{"]": "}", "}": "]"}[c]
+			}
+			b.WriteString(c)
+		}
+		b.WriteString("}")
+		return []byte(b.String())
+	}
+	skipX := walkOne("x", func(j *jsonscan.Scanner, i int, _ *struct{}) (int, bool) { return j.Skip(i, 1) })
+	for _, swapAt := range []int{-1, 0, 64, 127, 128, 129, 200, levels - 1} {
+		t.Run(fmt.Sprintf("wrong closer at %d", swapAt), func(t *testing.T) {
+			d := doc(swapAt)
+			var j jsonscan.Scanner
+			var f struct{}
+			require.Equal(t, swapAt < 0, json.Valid(d), "encoding/json")
+			assert.Equal(t, swapAt < 0, jsonscan.Walk(&j, d, &f, skipX))
+			assert.Equal(t, swapAt < 0, jsonscan.Walk(&j, d, &f, skipX), "a reused Scanner")
+		})
+	}
+	t.Run("shallow allocates nothing", func(t *testing.T) {
+		d := []byte(`{"x":[{"a":[1,{"b":null}]},[2]]}`)
+		var j jsonscan.Scanner
+		var f struct{}
+		assert.Zero(t, testing.AllocsPerRun(100, func() { jsonscan.Walk(&j, d, &f, skipX) }))
+	})
+}
+
 // Walk enforces encoding/json's nesting limit exactly, in Skip and in the
 // walker's own OpenObject/OpenArray.
 func TestWalkDepthLimit(t *testing.T) {
