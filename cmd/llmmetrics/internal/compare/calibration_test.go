@@ -93,10 +93,17 @@ func TestCalibrationAA(t *testing.T) {
 	const trials = 400
 	minChanges := []float64{DefaultMinChange, 0}
 	counts := verdictCounts(trials, 1000, calibrationStats, calibrationResamples, 1, minChanges, Regression)
+	assertFalseAlarms(t, "", counts, trials, minChanges, calibrationStats)
+}
+
+// assertFalseAlarms checks that each statistic, at each -min-change, was
+// called a regression in at most 5 % of the trials (counts[min-change][stat]).
+func assertFalseAlarms(t *testing.T, label string, counts [][]int, trials int, minChanges []float64, stats []stat) {
+	t.Helper()
 	for i, m := range minChanges {
-		for j, st := range calibrationStats {
-			rate := float64(counts[i][j]) / trials
-			t.Logf("min-change %g%%, %s: false regressions %d of %d (%.1f%%)", 100*m, statName(st), counts[i][j], trials, 100*rate)
+		for j, st := range stats {
+			rate := float64(counts[i][j]) / float64(trials)
+			t.Logf("%smin-change %g%%, %s: false regressions %d of %d (%.1f%%)", label, 100*m, statName(st), counts[i][j], trials, 100*rate)
 			assert.LessOrEqual(t, rate, 0.05, "min-change %g, %s", m, statName(st))
 		}
 	}
@@ -188,13 +195,7 @@ func TestCalibrationRepeatsAA(t *testing.T) {
 	stats := []stat{{p: 50}, {p: 90}, {p: 99}, {mean: true}}
 	minChanges := []float64{DefaultMinChange, 0}
 	counts := repeatedCounts(trials, 3, 500, 0.05, 1, minChanges, stats, Regression)
-	for i, m := range minChanges {
-		for j, st := range stats {
-			rate := float64(counts[i][j]) / trials
-			t.Logf("repeats, min-change %g%%, %s: false regressions %d of %d (%.1f%%)", 100*m, statName(st), counts[i][j], trials, 100*rate)
-			assert.LessOrEqual(t, rate, 0.05, "min-change %g, %s", m, statName(st))
-		}
-	}
+	assertFalseAlarms(t, "repeats, ", counts, trials, minChanges, stats)
 }
 
 // TestCalibrationRepeatsPower: a true +15 % shift (NEW × 1.15) between
