@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -112,7 +111,7 @@ func TestQueriesInPrometheus(t *testing.T) {
 	// than others.
 	const first, second = 1000, 1000
 	feeder.feed(first)
-	api := startPrometheus(t, bin, map[string]string{"classic": serve(t, gated(&gate, classic)), "native": serve(t, gated(&gate, native))})
+	api := startPrometheus(t, bin, map[string]string{"classic": promtest.Serve(t, gated(&gate, classic)), "native": promtest.Serve(t, gated(&gate, native))})
 	for _, job := range []string{"classic", "native"} {
 		api.waitFor(t, fmt.Sprintf(`sum(llmmetrics_requests_total{job=%q, llmmetrics_role="client"})`, job), first)
 		// Every counter series holds the first batch over several scrapes
@@ -404,22 +403,6 @@ func gated(gate *sync.RWMutex, h http.Handler) http.Handler {
 		defer gate.RUnlock()
 		h.ServeHTTP(w, r)
 	})
-}
-
-func serve(t *testing.T, h http.Handler) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := &http.Server{Handler: h}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-served
-	})
-	return ln.Addr().String()
 }
 
 type promAPI struct {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -30,7 +29,7 @@ func TestPrometheusAgreesWithSummarize(t *testing.T) {
 	bin := lookPrometheus(t)
 	exp, err := newExporter()
 	require.NoError(t, err)
-	metricsURL := serve(t, exp.Handler)
+	metricsURL := promtest.Serve(t, exp.Handler)
 
 	const requests = 160
 	slo := llmmetrics.SLO{TTFT: 60 * time.Millisecond, TPOT: 8 * time.Millisecond}
@@ -108,23 +107,6 @@ func bucketOf(v float64) (lo, hi float64) {
 		}
 	}
 	return b[len(b)-1], b[len(b)-1] // +Inf bucket: Prometheus answers the last finite bound
-}
-
-func serve(t *testing.T, h http.Handler) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	srv := &http.Server{Handler: h}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-served // no goroutine outlives the test
-	})
-	return ln.Addr().String()
 }
 
 func lookPrometheus(t *testing.T) string {

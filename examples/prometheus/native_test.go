@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
+	"github.com/llmmetrics/llmmetrics/examples/internal/promtest"
 	"github.com/llmmetrics/llmmetrics/otelsdk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -91,7 +92,7 @@ func TestPrometheusNativeHistograms(t *testing.T) {
 	const first, second = 2000, 20000
 	feed(first)
 	api := startPrometheus(t, bin, promConfig{
-		jobs:  map[string]string{"classic": serve(t, gated(&gate, classic.Handler)), "native": serve(t, gated(&gate, native.Handler))},
+		jobs:  map[string]string{"classic": promtest.Serve(t, gated(&gate, classic.Handler)), "native": promtest.Serve(t, gated(&gate, native.Handler))},
 		rules: []string{"rules.yml", "rules_native.yml"},
 		flags: []string{"--enable-feature=native-histograms"},
 	})

@@ -5,6 +5,7 @@ package promtest
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -72,4 +73,24 @@ func Start(t *testing.T, bin, config string, flags ...string) (string, *http.Cli
 		return resp.StatusCode == http.StatusOK
 	}, 30*time.Second, 100*time.Millisecond, "Prometheus did not become ready")
 	return url, hc
+}
+
+// Serve serves h on a loopback port the kernel picks until the test ends,
+// and returns its address (host:port). The server's goroutine ends before
+// the test does.
+func Serve(t *testing.T, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := &http.Server{Handler: h}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-served
+	})
+	return ln.Addr().String()
 }
