@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/llmmetrics/llmmetrics/llmmetricstest"
 	"github.com/stretchr/testify/assert"
@@ -170,6 +171,42 @@ func TestWarmupNotCounted(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestWarmupIsEveryClientsFirst: with one warm-up request per client (the
+// default), each client's first request is its warm-up, so no measured
+// request is sent in the opening wave (on a connection the warm-up has not
+// opened yet). The fake server answers every request alike, so the
+// measured requests, each sent as its client's warm-up ends, start within
+// a fraction of an answer of each other; one sent in the opening wave
+// would start a whole answer before the others.
+func TestWarmupIsEveryClientsFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		var stdout, stderr bytes.Buffer
+		var srv *llmmetricstest.Server
+		code := run(context.Background(), []string{"-speedup", "20", "-max-tokens", "8", "-prompt-words", "10", "-out", dir,
+			"-concurrency", "8", "-requests", "8", "-repeats", "1"}, testEnv(&stdout, &stderr, &srv))
+		require.Equal(t, 0, code, "stderr: %s", stderr.String())
+		lines := readRecords(t, dir)
+		require.Len(t, lines, 8)
+		first, last := lines[0].Record.Start, lines[0].Record.Start
+		shortest := time.Hour
+		for _, l := range lines {
+			r := l.Record
+			e2el, ok := r.E2EL()
+			require.True(t, ok)
+			shortest = min(shortest, e2el)
+			if r.Start.Before(first) {
+				first = r.Start
+			}
+			if r.Start.After(last) {
+				last = r.Start
+			}
+		}
+		require.Positive(t, shortest)
+		assert.Less(t, last.Sub(first), shortest/2, "measured requests start together, after the warm-up wave")
+	})
 }
 
 // cancelOn is a writer that calls cancel the first time what was written

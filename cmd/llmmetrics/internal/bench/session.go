@@ -257,11 +257,25 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 		}
 		w.close()
 	default:
-		began := time.Now()
+		// Every client's first session is taken before any client takes
+		// its second (ahead takes one as soon as its client starts): the
+		// first sessions, the warm-up ones when -warmup is one per client,
+		// are then the first of every client, and no measured request is
+		// sent in the opening wave on a connection not yet dialed.
+		firsts := make([]*taken, 0, int(load))
 		for range int(load) {
+			t := r.take()
+			if t == nil {
+				break
+			}
+			firsts = append(firsts, t)
+		}
+		began := time.Now()
+		for _, first := range firsts {
 			wg.Go(func() {
-				due := began // a client's next request is due when its previous one ends
-				for t := range r.ahead(ctx, &wg) {
+				next := r.ahead(ctx, &wg)
+				due := r.session(ctx, first, began) // a client's next request is due when its previous one ends
+				for t := range next {
 					due = r.session(ctx, t, due)
 				}
 			})

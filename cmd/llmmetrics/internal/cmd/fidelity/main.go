@@ -16,7 +16,8 @@
 // that opens the connections, one measured wave) once per timing method
 // (-timing: kernel receive timestamps, or LLMMETRICS_TIMING=user) and
 // compares the measured wave with the server's record of the same
-// requests (the server skips the first N arrivals: the warm-up wave).
+// requests (the last N arrivals: each client's warm-up request comes
+// first).
 // Its table: TTFT p50/p99 and ITL p50/p99 of the truth and of bench; the
 // truth's TTFT p50 timed from the kernel's arrival of the request at the
 // server's socket (as bench's runs from its write to the socket: the
@@ -230,8 +231,9 @@ func runRung(ctx context.Context, hc *http.Client, base string, n int, m string,
 		return fmt.Errorf("bench exited %d", code)
 	}
 	used := cpuTime() - cpu0 // both waves: 2n requests
-	// Skip bench's preflight request, then the warm-up wave.
-	b, err := get(hc, base+"/truth?skip="+strconv.Itoa(n+1))
+	// The measured wave: the last n requests to arrive (bench's
+	// preflight, its calibration probes and the warm-up wave came first).
+	b, err := get(hc, base+"/truth?last="+strconv.Itoa(n))
 	if err != nil {
 		return err
 	}

@@ -102,7 +102,8 @@ func (s *server) stream(w http.ResponseWriter, r *http.Request) {
 }
 
 // truth answers the TTFT and ITL lists of the requests after the first
-// skip arrivals (ended ones only); reset=1 forgets every request.
+// skip arrivals, or of the last ones (ended ones only); reset=1 forgets
+// every request.
 func (s *server) truth(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -112,6 +113,9 @@ func (s *server) truth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	skip, _ := strconv.Atoi(r.URL.Query().Get("skip"))
+	if last, err := strconv.Atoi(r.URL.Query().Get("last")); err == nil {
+		skip = max(len(s.reqs)-last, 0)
+	}
 	t := truth{Conns: s.conns, Open: s.open}
 	for i, rt := range s.reqs {
 		if i < skip || len(rt.chunks) != s.tokens {
