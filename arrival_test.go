@@ -55,6 +55,6 @@ func TestReaderTimesChunksByArrivalTimer(t *testing.T) {
 		assert.Equal(t, start.Add(40*time.Millisecond), rec.LastToken, "a zero arrival falls back to the clock")
 		assert.Equal(t, []time.Duration{18 * time.Millisecond, 0, 19 * time.Millisecond}, rec.ITL,
 			"21-3 ms; the second frame of the same Read: 0; 40-21 ms")
-		assert.Equal(t, 3, body.calls, "asked once per Read that carries tokens")
+		assert.Equal(t, 4, body.calls, "asked once per frame that carries tokens")
 	})
 }

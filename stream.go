@@ -28,7 +28,8 @@ var errStopped = fmt.Errorf("llmmetrics: consumer stopped before the end of the 
 // When body has a method ArrivalTime() time.Time that tells when the bytes
 // of its latest Read arrived (the kernel's receive timestamp, say), that
 // Read's chunks are timed by it, on the clock of the request's Start,
-// rather than when they were read; a zero time means "not known".
+// rather than when they were read; a zero time means "not known". It is
+// asked once for each chunk that carries tokens.
 func NewReader(req *Request, body io.Reader, dec Decoder) io.ReadCloser {
 	if body == nil {
 		body = errReader{errNoBody}
@@ -106,8 +107,11 @@ func (r *reader) Read(p []byte) (int, error) {
 
 func (r *reader) apply(f Frame) {
 	if f.Tokens != 0 {
-		if r.now.IsZero() {
-			r.now = r.chunkTime() // once per Read: its frames arrived together
+		// The clock is read once per Read: its frames arrived together.
+		// ArrivalTime is asked per frame, so a body can tell how many
+		// frames its reads carried.
+		if r.now.IsZero() || r.arrival != nil {
+			r.now = r.chunkTime()
 		}
 		if f.Reasoning {
 			r.req.ReasoningChunkAt(r.now, f.Tokens)

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -179,37 +178,8 @@ type arrivalBody struct {
 	io.ReadCloser
 	conn   stamped // nil: no kernel timestamps
 	rt     *reqTiming
-	seq    uint64 // the socket read the frames counted in frames came from
-	frames int    // frames read since that socket read
-}
-
-func (b *arrivalBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if b.conn != nil && n > 0 {
-		if _, seq := b.conn.lastArrival(); seq != b.seq {
-			b.countRead()
-			b.seq = seq
-		}
-		b.frames += countFrames(p[:n])
-	}
-	return n, err
-}
-
-// countRead adds the frames of the socket read that has ended to the
-// request's read counts.
-func (b *arrivalBody) countRead() {
-	if b.frames > 0 {
-		b.rt.reads++
-		if b.frames > 1 {
-			b.rt.multi++
-		}
-	}
-	b.frames = 0
-}
-
-func (b *arrivalBody) Close() error {
-	b.countRead()
-	return b.ReadCloser.Close()
+	seq    uint64 // the socket read of the latest chunk timed
+	frames int    // chunks timed from that socket read
 }
 
 // ArrivalTime puts the kernel's receive time of the latest read on the
@@ -218,12 +188,17 @@ func (b *arrivalBody) Close() error {
 // microseconds to milliseconds the bytes waited, so a wall-clock step
 // shifts only the chunks whose bytes were waiting when it happened (a lag
 // that comes out negative, the clock stepped back, counts as 0).
+//
+// The library asks it once per chunk that carries tokens, so it also
+// counts the socket reads that carried chunks, and those that carried
+// several (the frames a server sends without tokens, its end marker and
+// usage, are not counted: they follow the last chunk at once by design).
 func (b *arrivalBody) ArrivalTime() time.Time {
 	if b.conn == nil {
 		b.rt.userReads++
 		return time.Time{}
 	}
-	k, _ := b.conn.lastArrival()
+	k, seq := b.conn.lastArrival()
 	if k == 0 {
 		b.rt.userReads++
 		if b.rt.note == "" {
@@ -231,20 +206,17 @@ func (b *arrivalBody) ArrivalTime() time.Time {
 		}
 		return time.Time{}
 	}
+	if seq != b.seq || b.frames == 0 {
+		b.seq, b.frames = seq, 0
+		b.rt.reads++
+	}
+	if b.frames++; b.frames == 2 {
+		b.rt.multi++
+	}
 	now := time.Now()
 	lag := max(time.Duration(now.UnixNano()-k), 0)
 	b.rt.lags = append(b.rt.lags, lag)
 	return now.Add(-lag)
-}
-
-// countFrames counts the server-sent events that end in p (a blank line;
-// LF or CRLF): the frames a read carried, less the end marker ([DONE])
-// and the usage chunk ("choices":[]), which follow the last chunk at once
-// by design, not because the client fell behind.
-func countFrames(p []byte) int {
-	n := bytes.Count(p, []byte("\n\n")) + bytes.Count(p, []byte("\n\r\n"))
-	n -= bytes.Count(p, []byte("data: [DONE]")) + bytes.Count(p, []byte(`"choices":[]`))
-	return max(n, 0)
 }
 
 // dialer is http.DefaultTransport's: 30 s to connect, TCP keep-alive.

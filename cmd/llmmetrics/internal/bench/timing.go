@@ -21,22 +21,25 @@ type ClientTiming struct {
 	// Linux turns receive timestamps on for the system lazily, so the
 	// first packets after the first timestamped socket opens can lack one.
 	Method string `json:"method"`
-	// UserReads counts the Reads whose chunks were timed by the clock.
+	// UserReads counts the chunks timed by the clock.
 	UserReads int `json:"user_timed_reads"`
 	// ArrivalLagP50 and ArrivalLagP99: a chunk's processing time minus
-	// the kernel's arrival time of its bytes (absent without kernel
-	// timestamps: the lag is then not measured, and is in the figures).
+	// the kernel's arrival time of its bytes. With kernel timestamps the
+	// lag is in no figure (it shows only when the client falls a chunk
+	// behind: MultiFrameReads); without them it is not measured, and is
+	// in the figures (absent).
 	ArrivalLagP50 *time.Duration `json:"arrival_lag_p50_ns,omitempty"`
 	ArrivalLagP99 *time.Duration `json:"arrival_lag_p99_ns,omitempty"`
 	// SendLagP50 and SendLagP99: a request's send time (the Record's
 	// Start) minus its scheduled time.
 	SendLagP50 time.Duration `json:"send_lag_p50_ns"`
 	SendLagP99 time.Duration `json:"send_lag_p99_ns"`
-	// Reads counts the socket reads that carried frames of a measured
-	// answer; MultiFrameReads those that carried several. The frames of
-	// such a read share its arrival time, the latest of its bytes: an
-	// earlier frame waited in the socket, a lag kernel timestamps cannot
-	// remove (the client had fallen behind by a chunk interval or more).
+	// Reads counts the socket reads that carried chunks of a measured
+	// answer (frames with tokens); MultiFrameReads those that carried
+	// several. The chunks of such a read share its arrival time, the
+	// latest of its bytes: an earlier chunk waited in the socket, a lag
+	// kernel timestamps cannot remove (the client had fallen behind by a
+	// chunk interval, or the server sent the chunks at once).
 	Reads           int `json:"reads"`
 	MultiFrameReads int `json:"multi_frame_reads"`
 	// Note says why Method is "user".
@@ -54,10 +57,10 @@ const clientBoundFraction = 0.05
 type reqTiming struct {
 	scheduled time.Time       // when the request was meant to leave
 	sent      time.Time       // when its last bytes were written (zero: unknown; see sentStart)
-	lags      []time.Duration // arrival lag of each Read's chunks (kernel stamps only)
-	userReads int             // Reads whose chunks were timed by the clock
-	reads     int             // socket reads that carried frames
-	multi     int             // of which carried several frames
+	lags      []time.Duration // arrival lag of each chunk (kernel stamps only)
+	userReads int             // chunks timed by the clock
+	reads     int             // socket reads that carried chunks
+	multi     int             // of which carried several
 	note      string          // why the clock was used
 	attempt   *attempt        // the attempt in flight (its trace), set by try
 }
@@ -135,11 +138,12 @@ func (s *timingSamples) summary() *ClientTiming {
 // lag p99 above the mean inter-arrival time (open loop: a request left
 // after the next one was due, so the load was not the one asked; a shorter
 // lag enters no latency, which starts at the request's write) or above 5 %
-// of the mean E2EL (closed loop: the time a client's next request is due after),
-// or the arrival lag p99 above 5 % of ITL p50, or more than 5 % of the
-// reads carrying several frames (a backlog: the frames queued in the
-// socket, and their gaps are lost, so ITL p50 itself can read 0). "" when
-// none.
+// of the mean E2EL (closed loop: the time a client's next request is due
+// after), or more than 5 % of the reads carrying several chunks (a
+// backlog: the chunks queued in the socket share one arrival, and their
+// gaps are lost, so ITL p50 itself can read 0). The arrival lag alone
+// warns of nothing: a chunk timed by the kernel carries none of it. ""
+// when none.
 func timingWarning(ct *ClientTiming, m Mode, load float64, s llmmetrics.Summary) string {
 	var why []string
 	if m == ModeRate && load > 0 {
@@ -149,12 +153,8 @@ func timingWarning(ct *ClientTiming, m Mode, load float64, s llmmetrics.Summary)
 	} else if e2el := s.E2EL.Mean; e2el > 0 && float64(ct.SendLagP99) > clientBoundFraction*float64(e2el) {
 		why = append(why, fmt.Sprintf("send lag p99 %s is above 5 %% of the mean E2EL (%s)", dur(ct.SendLagP99), dur(e2el)))
 	}
-	if itl, ok := s.ITL.Percentile(50); ok && ct.ArrivalLagP99 != nil && itl > 0 &&
-		float64(*ct.ArrivalLagP99) > clientBoundFraction*float64(itl) {
-		why = append(why, fmt.Sprintf("arrival lag p99 %s is above 5 %% of ITL p50 (%s)", dur(*ct.ArrivalLagP99), dur(itl)))
-	}
 	if ct.Reads > 0 && float64(ct.MultiFrameReads) > clientBoundFraction*float64(ct.Reads) {
-		why = append(why, fmt.Sprintf("%d of %d reads carried several frames (a backlog in the socket)", ct.MultiFrameReads, ct.Reads))
+		why = append(why, fmt.Sprintf("%d of %d reads carried several chunks (a backlog in the socket, or a server that sends chunks at once)", ct.MultiFrameReads, ct.Reads))
 	}
 	if len(why) == 0 {
 		return ""
@@ -203,7 +203,7 @@ func writeTiming(w io.Writer, ct *ClientTiming) {
 	}
 	arrival := "not measured (" + ct.Note + ")"
 	if ct.ArrivalLagP99 != nil {
-		arrival = fmt.Sprintf("arrival lag p50 %s, p99 %s (%s timestamps; %d of %d reads carried several frames)",
+		arrival = fmt.Sprintf("arrival lag p50 %s, p99 %s (%s timestamps; %d of %d reads carried several chunks)",
 			dur(*ct.ArrivalLagP50), dur(*ct.ArrivalLagP99), ct.Method, ct.MultiFrameReads, ct.Reads)
 	}
 	fmt.Fprintf(w, "Client timing error: %s; send lag p50 %s, p99 %s.\n", arrival, dur(ct.SendLagP50), dur(ct.SendLagP99))
