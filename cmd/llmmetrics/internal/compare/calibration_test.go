@@ -229,10 +229,10 @@ const sweepLevels = 7
 
 // sweepCounts runs trials comparisons of sweeps of sweepLevels levels,
 // each level's results made by level (seeded per trial and level), judges
-// them over the levels by Holm, and counts, per -min-change of minChanges
+// them over the levels as Compare does (moderated, then Holm), and counts, per -min-change of minChanges
 // and per result, the trials in which any level was called a change, and
 // (calls) the levels called in all.
-func sweepCounts(trials int, minChanges []float64, level func(rng *rand.Rand, trial int) []Result) (anyLevel, calls [][]int) {
+func sweepCounts(trials int, minChanges []float64, level func(rng *rand.Rand, trial, l int) []Result) (anyLevel, calls [][]int) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	next := make(chan int)
@@ -242,8 +242,9 @@ func sweepCounts(trials int, minChanges []float64, level func(rng *rand.Rand, tr
 				ls := make([]LevelTable, sweepLevels)
 				for l := range ls {
 					rng := rand.New(rand.NewPCG(uint64(trial), uint64(100+l)))
-					ls[l].Results = level(rng, trial)
+					ls[l].Results = level(rng, trial, l)
 				}
+				moderate(ls)
 				holm(ls, 0)
 				mu.Lock()
 				for i, m := range minChanges {
@@ -300,7 +301,7 @@ func checkSweep(t *testing.T, what string, trials int, minChanges []float64, sta
 func TestCalibrationSweepAA(t *testing.T) {
 	const trials = 400
 	minChanges := []float64{DefaultMinChange, 0}
-	anyLevel, calls := sweepCounts(trials, minChanges, func(rng *rand.Rand, trial int) []Result {
+	anyLevel, calls := sweepCounts(trials, minChanges, func(rng *rand.Rand, trial, _ int) []Result {
 		xb, xn := lognormal(rng, 1000, 1), lognormal(rng, 1000, 1)
 		return compareIID("ttft", xb, xn, calibrationStats, settings{resamples: DefaultResamples, seed: rng.Uint64()}, rng)
 	})
@@ -318,11 +319,64 @@ func TestCalibrationSweepRepeatsAA(t *testing.T) {
 		d, _ := r.TTFT()
 		return []float64{ms(d)}
 	}
-	anyLevel, calls := sweepCounts(trials, minChanges, func(rng *rand.Rand, trial int) []Result {
+	anyLevel, calls := sweepCounts(trials, minChanges, func(rng *rand.Rand, trial, _ int) []Result {
 		b, n := repeatedRuns(rng, 3, 500, 0.05, 1), repeatedRuns(rng, 3, 500, 0.05, 1)
 		return compareRepeated("ttft", b, n, ttft, stats, settings{})
 	})
 	checkSweep(t, "3 repeats a level", trials, minChanges, stats, anyLevel, calls)
+}
+
+// TestCalibrationSweepRepeatsUnlike: A/A sweeps whose levels are unlike,
+// as a bench sweep's are: from 16 requests a repeat at the lowest level
+// (p50 of few values) to 500, runs that differ by 1 % to 10 % (past
+// saturation a run moves more), 2 repeats on one side and 3 on the other.
+// Moderation must not lend the quiet levels' precision to the noisy ones:
+// in at most 5 % of 400 trials is any level of a statistic called a change.
+func TestCalibrationSweepRepeatsUnlike(t *testing.T) {
+	const trials = 400
+	stats := []stat{{p: 50}, {mean: true}}
+	minChanges := []float64{DefaultMinChange, 0}
+	requests := [sweepLevels]int{16, 32, 64, 100, 200, 500, 500}
+	tau := [sweepLevels]float64{0.01, 0.01, 0.02, 0.02, 0.05, 0.10, 0.10}
+	ttft := func(r llmmetrics.Record) []float64 {
+		d, _ := r.TTFT()
+		return []float64{ms(d)}
+	}
+	anyLevel, calls := sweepCounts(trials, minChanges, func(rng *rand.Rand, trial, l int) []Result {
+		b, n := repeatedRuns(rng, 2, requests[l], tau[l], 1), repeatedRuns(rng, 3, requests[l], tau[l], 1)
+		return compareRepeated("ttft", b, n, ttft, stats, settings{})
+	})
+	checkSweep(t, "unlike levels", trials, minChanges, stats, anyLevel, calls)
+}
+
+// TestCalibrationSweepRepeatsPower: a true +15 % shift at every level of
+// a sweep of 7 repeated levels (200 requests a repeat, runs that differ by
+// τ = 2 %) is found at most levels, at p50 and the mean: with 3 repeats a
+// side at 99 % of the levels or more, with 2 and 3 (bench's adaptive
+// repeats stop at 2 when two agree) at 78 % (p50) and 92 % (mean). Welch's
+// interval of each level alone found it at 73 % and 89 %, and at 27 % and
+// 34 % with 2 and 3 repeats: 1 to 3 degrees of freedom at Holm's 99.3 %.
+func TestCalibrationSweepRepeatsPower(t *testing.T) {
+	const trials = 100
+	stats := []stat{{p: 50}, {mean: true}}
+	ttft := func(r llmmetrics.Record) []float64 {
+		d, _ := r.TTFT()
+		return []float64{ms(d)}
+	}
+	for _, tt := range []struct {
+		kb, kn  int
+		atLeast [2]float64 // p50, mean
+	}{{3, 3, [2]float64{0.95, 0.95}}, {2, 3, [2]float64{0.70, 0.85}}} {
+		_, calls := sweepCounts(trials, []float64{DefaultMinChange}, func(rng *rand.Rand, trial, _ int) []Result {
+			b, n := repeatedRuns(rng, tt.kb, 200, 0.02, 1), repeatedRuns(rng, tt.kn, 200, 0.02, 1.15)
+			return compareRepeated("ttft", b, n, ttft, stats, settings{})
+		})
+		for j, st := range stats {
+			share := float64(calls[0][j]) / (trials * sweepLevels)
+			t.Logf("%d levels of %d and %d repeats, +15%%, %s: found at %d of %d levels (%.1f%%)", sweepLevels, tt.kb, tt.kn, statName(st), calls[0][j], trials*sweepLevels, 100*share)
+			assert.GreaterOrEqual(t, share, tt.atLeast[j], "%d and %d repeats, %s", tt.kb, tt.kn, statName(st))
+		}
+	}
 }
 
 // TestCalibrationSweepPower: what the family-wise control costs. A true
@@ -333,7 +387,7 @@ func TestCalibrationSweepRepeatsAA(t *testing.T) {
 // each percentile, as on one level alone.
 func TestCalibrationSweepPower(t *testing.T) {
 	const trials = 100
-	_, calls := sweepCounts(trials, []float64{DefaultMinChange}, func(rng *rand.Rand, trial int) []Result {
+	_, calls := sweepCounts(trials, []float64{DefaultMinChange}, func(rng *rand.Rand, trial, _ int) []Result {
 		xb, xn := lognormal(rng, 2000, 1), lognormal(rng, 2000, 1.10)
 		return compareIID("ttft", xb, xn, calibrationStats, settings{resamples: DefaultResamples, seed: rng.Uint64()}, rng)
 	})

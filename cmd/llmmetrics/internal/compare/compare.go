@@ -107,6 +107,7 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 		c.Notes = append(c.Notes, singleRunNote(single))
 	}
 	if len(c.Levels) > 1 {
+		moderate(c.Levels)
 		holm(c.Levels, o.MinChange)
 		c.Notes = append(c.Notes, holmNote(c.Levels))
 		c.Sweep = sweepVerdicts(c.Levels)

@@ -61,6 +61,9 @@ type Result struct {
 	// ci computes the interval at a confidence (nil: the verdict is not
 	// judged by an interval).
 	ci func(conf float64) ends
+	// reps are the per-repeat statistics, logged, of a repeated level
+	// (nil otherwise): see moderate.
+	reps *logReps
 }
 
 // ends are the ends of an interval of the change, absolute and, when pct

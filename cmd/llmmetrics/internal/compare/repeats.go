@@ -106,6 +106,9 @@ func perRepeat(per [][]float64, st stat) []float64 {
 // with the standard errors of the replicates rb and rn (each side's
 // replicates of the statistic), relative to Base when Base is not 0.
 func (r *Result) setWelch(rb, rn []float64) {
+	if lb, ln := logged(rb), logged(rn); lb != nil && ln != nil && !r.points {
+		r.reps = &logReps{b: lb, n: ln}
+	}
 	_, sb := meanSE(rb)
 	_, sn := meanSE(rn)
 	diff, base, pct := r.New-r.Base, r.Base, r.Base != 0 && !r.points

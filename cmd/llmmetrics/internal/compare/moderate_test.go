@@ -1,0 +1,66 @@
+package compare
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+func TestTrigammaInverse(t *testing.T) {
+	assert.InDelta(t, math.Pi*math.Pi/6, trigamma(1), 1e-12, "ψ'(1) = π²/6")
+	assert.InDelta(t, math.Pi*math.Pi/2, trigamma(0.5), 1e-9, "ψ'(1/2) = π²/2")
+	for _, y := range []float64{0.3, 1, 2.5, 40} {
+		assert.InDelta(t, y, trigammaInverse(trigamma(y)), 1e-6*y, "y = %g", y)
+	}
+}
+
+// TestPriorVariance: variances that agree exactly spread less than chance
+// allows, so d0 is infinite and s0² the bias-corrected geometric mean:
+// with 4 degrees of freedom each, E[log s²] = log σ² + ψ(2) − log 2, so
+// s0² = s² · 2 · e^−ψ(2), ψ(2) = 1 − γ.
+func TestPriorVariance(t *testing.T) {
+	d0, s02 := priorVariance([]float64{0.5, 0.5, 0.5}, []float64{4, 4, 4})
+	assert.True(t, math.IsInf(d0, 1))
+	assert.InDelta(t, 0.5*2*math.Exp(-(1-0.5772156649015329)), s02, 1e-9)
+
+	// Variances that spread far more than 4 degrees of freedom explain
+	// give a small d0.
+	d0, _ = priorVariance([]float64{0.001, 0.1, 10, 0.01, 1}, []float64{4, 4, 4, 4, 4})
+	assert.Less(t, d0, 1.0)
+}
+
+// TestModerateFamily: three levels alike, each 2 repeats a side with logs
+// {0, 0.02} and {0.10, 0.12}: s² = (2·0.0001 + 2·0.0001)/2 = 0.0002 with 2
+// degrees of freedom at each. They agree, so d0 is infinite, capped at a
+// quarter of the mean per-level 2: 0.5. s0² = e^(log 0.0002 − ψ(1)) =
+// 0.0002·e^γ; the moderated variance (0.5 s0² + 2·0.0002)/2.5 with 2.5
+// degrees of freedom; the interval of log(NEW/BASE) = 0.11 is ± t·√(v·(½+½)).
+func TestModerateFamily(t *testing.T) {
+	var rs []*Result
+	for range 3 {
+		r := &Result{Metric: "p50 ttft", Base: 1, New: math.Exp(0.11), reps: &logReps{b: []float64{0, 0.02}, n: []float64{0.10, 0.12}}}
+		r.ci = func(float64) ends { return ends{} }
+		rs = append(rs, r)
+	}
+	moderateFamily(rs)
+	s02 := 0.0002 * math.Exp(0.5772156649015329)
+	v := (0.5*s02 + 2*0.0002) / 2.5
+	tq := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: 2.5}.Quantile(0.975)
+	lo, hi := math.Expm1(0.11-tq*math.Sqrt(v)), math.Expm1(0.11+tq*math.Sqrt(v))
+	for _, r := range rs {
+		require.NotNil(t, r.CILowPct)
+		assert.InDelta(t, 100*lo, *r.CILowPct, 1e-9)
+		assert.InDelta(t, 100*hi, *r.CIHighPct, 1e-9)
+		assert.InDelta(t, lo, r.CILow, 1e-12, "Base 1: the absolute interval is the relative one")
+		assert.Contains(t, r.Method, "moderated over the 3 levels")
+		assert.Contains(t, r.Method, "prior 0.5 degrees of freedom, 2.5 in all")
+	}
+
+	// Two levels are too few to moderate: Welch's stays.
+	two := []*Result{{reps: rs[0].reps}, {reps: rs[1].reps}}
+	moderateFamily(two)
+	assert.Empty(t, two[0].Method)
+}
