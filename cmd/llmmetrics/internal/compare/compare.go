@@ -107,10 +107,10 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 		c.Notes = append(c.Notes, singleRunNote(single))
 	}
 	if len(c.Levels) > 1 {
-		moderate(c.Levels)
-		holm(c.Levels, o.MinChange)
+		commons := moderate(c.Levels)
+		holm(c.Levels, o.MinChange, commons...)
 		c.Notes = append(c.Notes, holmNote(c.Levels))
-		c.Sweep = sweepVerdicts(c.Levels)
+		c.Sweep = sweepVerdicts(c.Levels, commons)
 	}
 	return c, nil
 }
@@ -289,6 +289,11 @@ func (c *Comparison) Gate(failOn []string) {
 				}
 				c.Regressed = append(c.Regressed, name)
 			}
+		}
+	}
+	for _, v := range c.Sweep {
+		if v.Common != nil && v.Common.Verdict == Regression && slices.Contains(failOn, v.Metric) {
+			c.Regressed = append(c.Regressed, v.Metric+" over the levels")
 		}
 	}
 }

@@ -31,7 +31,7 @@ import (
 // intervals by Holm's procedure, and sets every verdict again with
 // -min-change minChange. Results without an interval (n/a, or a side with
 // no values) are left as they are.
-func holm(ls []LevelTable, minChange float64) {
+func holm(ls []LevelTable, minChange float64, commons ...*Result) {
 	var order []string
 	family := map[string][]*Result{}
 	for i := range ls {
@@ -44,6 +44,13 @@ func holm(ls []LevelTable, minChange float64) {
 				order = append(order, r.Metric)
 			}
 			family[r.Metric] = append(family[r.Metric], r)
+		}
+	}
+	// A metric's change common to its levels is one more test of its
+	// family.
+	for _, c := range commons {
+		if _, ok := family[c.Metric]; ok {
+			family[c.Metric] = append(family[c.Metric], c)
 		}
 	}
 	for _, m := range order {
@@ -85,10 +92,23 @@ type SweepVerdict struct {
 	Levels       int    `json:"levels"`
 	Regressions  int    `json:"regressions"`
 	Improvements int    `json:"improvements"`
+	// Common is the metric's change common to the levels (its Base 1,
+	// its New the ratio NEW/BASE), judged with them: absent with fewer
+	// than 3 repeated levels.
+	Common *Result `json:"common,omitempty"`
 }
 
-// String says it: "p50 ttft: regression at 3 of 7 levels".
+// String says it: "p50 ttft: regression at 3 of 7 levels; common to the
+// levels: +12.1 % [+4.0 %, +20.8 %] (99.4%), regression".
 func (v SweepVerdict) String() string {
+	s := v.levels()
+	if c := v.Common; c != nil && c.CILowPct != nil && c.ChangePct != nil {
+		s += fmt.Sprintf("; common to the levels: %+.1f%% [%+.1f%%, %+.1f%%] (%s), %s", *c.ChangePct, *c.CILowPct, *c.CIHighPct, confText(c.Confidence), c.Verdict)
+	}
+	return s
+}
+
+func (v SweepVerdict) levels() string {
 	switch {
 	case v.Regressions > 0 && v.Improvements > 0:
 		return fmt.Sprintf("%s: regression at %d and improvement at %d of %d levels", v.Metric, v.Regressions, v.Improvements, v.Levels)
@@ -101,8 +121,9 @@ func (v SweepVerdict) String() string {
 }
 
 // sweepVerdicts returns, for each metric that regressed or improved at
-// some level, in table order, at how many of the levels it was compared.
-func sweepVerdicts(ls []LevelTable) []SweepVerdict {
+// some level or over the levels together (commons), in table order, at
+// how many of the levels it was compared.
+func sweepVerdicts(ls []LevelTable, commons []*Result) []SweepVerdict {
 	var out []SweepVerdict
 	at := map[string]int{}
 	for _, t := range ls {
@@ -125,9 +146,14 @@ func sweepVerdicts(ls []LevelTable) []SweepVerdict {
 			}
 		}
 	}
+	for _, c := range commons {
+		if k, ok := at[c.Metric]; ok {
+			out[k].Common = c
+		}
+	}
 	called := out[:0]
 	for _, v := range out {
-		if v.Regressions+v.Improvements > 0 {
+		if c := v.Common; v.Regressions+v.Improvements > 0 || c != nil && (c.Verdict == Regression || c.Verdict == Improvement) {
 			called = append(called, v)
 		}
 	}

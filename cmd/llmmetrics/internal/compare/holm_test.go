@@ -116,12 +116,12 @@ func TestSweepVerdicts(t *testing.T) {
 		lv(Regression, NoChange, NoChange),
 		lv(NoChange, Improvement, NoChange),
 		lv(Improvement, Regression, NoChange),
-	})
+	}, nil)
 	require.Len(t, got, 2, "goodput was not called")
 	ordered := sweepVerdicts([]LevelTable{
 		{Results: []Result{{Metric: "p90 e2el", Verdict: Regression}}},
 		{Results: []Result{{Metric: "p50 ttft", Verdict: Regression}, {Metric: "p90 e2el", Verdict: NoChange}}},
-	})
+	}, nil)
 	require.Len(t, ordered, 2)
 	assert.Equal(t, "p50 ttft", ordered[0].Metric, "ttft before e2el, as in the table")
 	assert.Equal(t, SweepVerdict{Metric: "p50 ttft", Levels: 4, Regressions: 2, Improvements: 1}, got[0])

@@ -1,8 +1,12 @@
 package compare
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
+
+	"github.com/llmmetrics/llmmetrics"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,4 +67,65 @@ func TestModerateFamily(t *testing.T) {
 	two := []*Result{{reps: rs[0].reps}, {reps: rs[1].reps}}
 	moderateFamily(two)
 	assert.Empty(t, two[0].Method)
+}
+
+// TestBetweenLevels: changes 0, 0.1 and 0.2 with variance 0.001 each:
+// weights 1000, common change 0.1, Q = 1000·(0.01 + 0 + 0.01) = 20 on 2
+// degrees of freedom, and Σw − Σw²/Σw = 3000 − 1000, so τ² = 18/2000.
+func TestBetweenLevels(t *testing.T) {
+	assert.InDelta(t, 0.009, betweenLevels([]float64{0, 0.1, 0.2}, []float64{0.001, 0.001, 0.001}), 1e-12)
+	assert.Zero(t, betweenLevels([]float64{0.1, 0.1, 0.1}, []float64{0.001, 0.002, 0.003}), "a common change")
+	assert.Zero(t, betweenLevels([]float64{0, 0.01, 0.02}, []float64{0.001, 0.001, 0.001}), "scatter within the levels' own noise")
+	assert.Zero(t, betweenLevels([]float64{0, 1}, []float64{0.001, 0.001}), "two levels: not estimated")
+}
+
+// TestCommonChange: changes 0.10, 0.12 and 0.14 (logs) with variance
+// 0.0004 each and no scatter beyond it: weights 2500, mean 0.12; the
+// weighted scatter 2500·(0.0004 + 0 + 0.0004)/2 = 1, so the standard error
+// is √(1/7500), with 2 degrees of freedom.
+func TestCommonChange(t *testing.T) {
+	like := &Result{Metric: "p50 ttft"}
+	c := commonChange(like, []float64{0.10, 0.12, 0.14}, []float64{0.0004, 0.0004, 0.0004}, 0)
+	require.NotNil(t, c)
+	tq := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: 2}.Quantile(0.975)
+	se := math.Sqrt(1.0 / 7500)
+	assert.InDelta(t, 100*math.Expm1(0.12), *c.ChangePct, 1e-9)
+	assert.InDelta(t, 100*math.Expm1(0.12-tq*se), *c.CILowPct, 1e-9)
+	assert.InDelta(t, 100*math.Expm1(0.12+tq*se), *c.CIHighPct, 1e-9)
+	assert.Equal(t, Regression, c.Verdict, "higher latency")
+	assert.Nil(t, commonChange(like, []float64{0.1, 0.1}, []float64{0.01, 0.01}, 0), "two levels")
+}
+
+// TestSweepCommonChange: a +15 % shift at 5 levels of 2 and 3 repeats is
+// called over the levels, named so, and fails a gate on it; the same
+// sweep against itself is not.
+func TestSweepCommonChange(t *testing.T) {
+	ttft := func(r llmmetrics.Record) []float64 {
+		d, _ := r.TTFT()
+		return []float64{ms(d)}
+	}
+	sweep := func(shift float64) *Comparison {
+		c := &Comparison{}
+		for l := range 5 {
+			rng := rand.New(rand.NewPCG(7, uint64(l)))
+			b, n := repeatedRuns(rng, 2, 200, 0.02, 1), repeatedRuns(rng, 3, 200, 0.02, shift)
+			c.Levels = append(c.Levels, LevelTable{Level: fmt.Sprintf("concurrency %d", 1<<l), Results: compareRepeated("ttft", b, n, ttft, []stat{{p: 50}}, settings{})})
+		}
+		commons := moderate(c.Levels)
+		holm(c.Levels, DefaultMinChange, commons...)
+		c.Sweep = sweepVerdicts(c.Levels, commons)
+		c.Gate([]string{"p50 ttft"})
+		return c
+	}
+	slow := sweep(1.15)
+	require.Len(t, slow.Sweep, 1)
+	require.NotNil(t, slow.Sweep[0].Common)
+	assert.Equal(t, Regression, slow.Sweep[0].Common.Verdict)
+	assert.InDelta(t, 15, *slow.Sweep[0].Common.ChangePct, 5)
+	assert.Contains(t, slow.Sweep[0].String(), "; common to the levels: +")
+	assert.Contains(t, slow.Regressed, "p50 ttft over the levels")
+
+	same := sweep(1)
+	assert.Empty(t, same.Sweep)
+	assert.Empty(t, same.Regressed)
 }

@@ -134,6 +134,9 @@ func compareRates(b, n sample, s settings) []Result {
 			continue
 		}
 		res.setWelch(rb, rn)
+		if len(b.repeats) >= 2 && len(n.repeats) >= 2 {
+			res.keepRepeats(rb, rn)
+		}
 		res.judge(s.minChange)
 		out = append(out, res)
 	}

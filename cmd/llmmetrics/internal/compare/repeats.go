@@ -85,7 +85,9 @@ func compareRepeated(name string, b, n [][]llmmetrics.Record, vals func(llmmetri
 			r.Verdict, r.Reason = NotCompared, fmt.Sprintf("too few values per repeat for %s (%d and %d in the smallest; at least %d each): its spread between repeats cannot be measured", statName(st), fewest(pb), fewest(pn), need)
 		default:
 			r.Base, r.New = point(xb, st), point(xn, st)
-			r.setWelch(perRepeat(pb, st), perRepeat(pn, st))
+			rb, rn := perRepeat(pb, st), perRepeat(pn, st)
+			r.setWelch(rb, rn)
+			r.keepRepeats(rb, rn)
 			r.judge(s.minChange)
 		}
 		out = append(out, r)
@@ -106,9 +108,6 @@ func perRepeat(per [][]float64, st stat) []float64 {
 // with the standard errors of the replicates rb and rn (each side's
 // replicates of the statistic), relative to Base when Base is not 0.
 func (r *Result) setWelch(rb, rn []float64) {
-	if lb, ln := logged(rb), logged(rn); lb != nil && ln != nil && !r.points {
-		r.reps = &logReps{b: lb, n: ln}
-	}
 	_, sb := meanSE(rb)
 	_, sn := meanSE(rn)
 	diff, base, pct := r.New-r.Base, r.Base, r.Base != 0 && !r.points
@@ -121,4 +120,13 @@ func (r *Result) setWelch(rb, rn []float64) {
 		return e
 	}
 	r.setInterval(ciLevel)
+}
+
+// keepRepeats keeps the logarithms of a repeated level's per-repeat
+// statistics for moderation over a sweep's levels (see moderate): not for
+// a change in points, nor when a value is not positive.
+func (r *Result) keepRepeats(rb, rn []float64) {
+	if lb, ln := logged(rb), logged(rn); lb != nil && ln != nil && !r.points {
+		r.reps = &logReps{b: lb, n: ln}
+	}
 }
