@@ -92,9 +92,13 @@ func TestTimingWarning(t *testing.T) {
 		{"closed loop under", ClientTiming{SendLagP99: 50 * time.Millisecond}, ModeConcurrency, 8, nil},
 		{"closed loop over", ClientTiming{SendLagP99: 51 * time.Millisecond}, ModeConcurrency, 8, []string{"mean E2EL (1000.0 ms)"}},
 		// A chunk timed by the kernel carries no lag shorter than the gap
-		// to the next: 15 ms of lag against an ITL p50 of 20 ms is in no
-		// figure (a longer one shows as reads of several chunks).
-		{"arrival lag alone", ClientTiming{ArrivalLagP99: d(15 * time.Millisecond), Reads: 100}, ModeRate, 1, nil},
+		// to the next: a lag is in no figure, and warns only that the
+		// client is near its limit, above a quarter of ITL p50 (5 ms).
+		{"arrival lag under a quarter", ClientTiming{ArrivalLagP99: d(5 * time.Millisecond), Reads: 100}, ModeRate, 1, nil},
+		{"arrival lag over a quarter", ClientTiming{ArrivalLagP99: d(5100 * time.Microsecond), Reads: 100}, ModeRate, 1,
+			[]string{"the client is near its limit (chunks waited in the socket up to 5.1 ms (arrival lag p99), above a quarter of ITL p50 (20.0 ms)"}},
+		{"near its limit and limited", ClientTiming{ArrivalLagP99: d(15 * time.Millisecond), Reads: 100, MultiFrameReads: 6}, ModeRate, 1,
+			[]string{"the client limited the figures (6 of 100 reads carried several chunks", "; chunks waited in the socket up to 15.0 ms"}},
 		// 5 % of 100 reads = 5.
 		{"few multi-frame reads", ClientTiming{Reads: 100, MultiFrameReads: 5}, ModeRate, 1, nil},
 		{"a backlog", ClientTiming{Reads: 100, MultiFrameReads: 6}, ModeRate, 1, []string{"6 of 100 reads carried several chunks", "the client limited the figures"}},
@@ -268,4 +272,24 @@ func TestWorkers(t *testing.T) {
 		assert.Equal(t, int64(8), ran.Load())
 		assert.Equal(t, 2, w.n)
 	})
+}
+
+// TestOverallTiming: the run's warning names the levels whose own check
+// warned, apart by what they said.
+func TestOverallTiming(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	level := func(load float64, warning string) *Level {
+		l := &Level{Load: load, ClientTiming: &ClientTiming{Warning: warning}}
+		l.timing.add(llmmetrics.Record{Start: t0}, &reqTiming{scheduled: t0})
+		return l
+	}
+	ct := overallTiming([]*Level{
+		level(8, ""),
+		level(16, "the client is near its limit (…)"),
+		level(32, "the client limited the figures (…)"),
+		level(64, "the client limited the figures (…)"),
+	}, ModeConcurrency)
+	require.NotNil(t, ct)
+	assert.Equal(t, "the client limited the figures at concurrency 32, concurrency 64; the client is near its limit at concurrency 16 (see each level's client_timing)", ct.Warning)
+	assert.Empty(t, overallTiming([]*Level{level(8, "")}, ModeConcurrency).Warning)
 }
