@@ -114,10 +114,16 @@ func moderateFamily(rs []*Result) (common *Result) {
 			s2s, dfs = append(s2s, s2), append(dfs, float64(df))
 		}
 	}
-	if len(s2s) < 3 {
+	if len(s2s) < 2 || len(s2s) < len(rs) && len(s2s) < 3 {
 		return nil
 	}
-	d0, s02 := priorVariance(s2s, dfs)
+	// Two levels (a p90 has 50 values a repeat at only the top levels of
+	// many sweeps) are too few to estimate a prior: each keeps its own
+	// variance (d0 = 0), and gets the levels' scatter.
+	d0, s02 := 0.0, 0.0
+	if len(s2s) >= 3 {
+		d0, s02 = priorVariance(s2s, dfs)
+	}
 	// The prior counts for at most a quarter of a level's own degrees of
 	// freedom (on average over the levels). limma lets d0 be as large as
 	// the moments say, even infinite, over thousands of genes; 7 levels
@@ -161,6 +167,10 @@ func moderateFamily(rs []*Result) (common *Result) {
 		}
 		r.Method = fmt.Sprintf("t interval of log(NEW/BASE) over the repeats (%d and %d), its variance moderated over the %d levels (empirical Bayes, Smyth 2004: prior %.1f degrees of freedom, %.1f in all), plus the levels' own scatter of the change (DerSimonian–Laird τ = %.1f %%)",
 			len(r.reps.b), len(r.reps.n), len(rs), d0, nu, 100*math.Sqrt(tau2))
+		if len(s2s) < 3 {
+			r.Method = fmt.Sprintf("t interval of log(NEW/BASE) over the repeats (%d and %d), each of the %d levels with its own variance (%.0f degrees of freedom), plus the levels' own scatter of the change (DerSimonian–Laird τ = %.1f %%)",
+				len(r.reps.b), len(r.reps.n), len(rs), nu, 100*math.Sqrt(tau2))
+		}
 		r.setInterval(ciLevel)
 	}
 	return commonChange(rs[0], ys, v2s, tau2)
@@ -216,7 +226,7 @@ func commonChange(like *Result, ys, v2s []float64, tau2 float64) *Result {
 // much as anything under test; a change common to the levels keeps τ² at
 // 0 and its full power.
 func betweenLevels(ys, v2s []float64) float64 {
-	if len(ys) < 3 {
+	if len(ys) < 2 {
 		return 0
 	}
 	var sw, sw2, swy float64

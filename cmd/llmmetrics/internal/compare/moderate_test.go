@@ -63,10 +63,18 @@ func TestModerateFamily(t *testing.T) {
 		assert.Contains(t, r.Method, "prior 0.5 degrees of freedom, 2.5 in all")
 	}
 
-	// Two levels are too few to moderate: Welch's stays.
-	two := []*Result{{reps: rs[0].reps}, {reps: rs[1].reps}}
-	moderateFamily(two)
-	assert.Empty(t, two[0].Method)
+	// Two levels are too few to moderate: each keeps its own variance (2
+	// degrees of freedom), with no common change.
+	two := []*Result{{Base: 1, New: math.Exp(0.11), reps: rs[0].reps}, {Base: 1, New: math.Exp(0.11), reps: rs[1].reps}}
+	assert.Nil(t, moderateFamily(two))
+	assert.Contains(t, two[0].Method, "each of the 2 levels with its own variance (2 degrees of freedom)")
+	tq2 := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: 2}.Quantile(0.975)
+	assert.InDelta(t, 100*math.Expm1(0.11-tq2*math.Sqrt(0.0002)), *two[0].CILowPct, 1e-9)
+
+	// One level: nothing to moderate.
+	one := []*Result{{Base: 1, New: 1, reps: rs[0].reps}}
+	assert.Nil(t, moderateFamily(one))
+	assert.Empty(t, one[0].Method)
 }
 
 // TestBetweenLevels: changes 0, 0.1 and 0.2 with variance 0.001 each:
@@ -76,7 +84,10 @@ func TestBetweenLevels(t *testing.T) {
 	assert.InDelta(t, 0.009, betweenLevels([]float64{0, 0.1, 0.2}, []float64{0.001, 0.001, 0.001}), 1e-12)
 	assert.Zero(t, betweenLevels([]float64{0.1, 0.1, 0.1}, []float64{0.001, 0.002, 0.003}), "a common change")
 	assert.Zero(t, betweenLevels([]float64{0, 0.01, 0.02}, []float64{0.001, 0.001, 0.001}), "scatter within the levels' own noise")
-	assert.Zero(t, betweenLevels([]float64{0, 1}, []float64{0.001, 0.001}), "two levels: not estimated")
+	// Two levels: 0 and 0.1, Q = 1000·(0.0025 + 0.0025) = 5 on 1 degree of
+	// freedom, Σw − Σw²/Σw = 2000 − 1000: τ² = 4/1000.
+	assert.InDelta(t, 0.004, betweenLevels([]float64{0, 0.1}, []float64{0.001, 0.001}), 1e-12)
+	assert.Zero(t, betweenLevels([]float64{0.1}, []float64{0.001}), "one level: none")
 }
 
 // TestCommonChange: changes 0.10, 0.12 and 0.14 (logs) with variance
