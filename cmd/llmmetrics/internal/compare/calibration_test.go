@@ -156,6 +156,13 @@ func repeatedRuns(rng *rand.Rand, k, n int, tau, scale float64) [][]llmmetrics.R
 	return reps
 }
 
+// ttftMS is a record's TTFT in ms, the values the repeated calibrations
+// compare.
+func ttftMS(r llmmetrics.Record) []float64 {
+	d, _ := r.TTFT()
+	return []float64{ms(d)}
+}
+
 // repeatedCounts runs trials comparisons of two repeated levels (k repeats
 // of n requests each, run-to-run spread tau, NEW scaled by shift) and
 // counts, per -min-change of minChanges and per statistic, the trials
@@ -165,15 +172,11 @@ func repeatedCounts(trials, k, n int, tau, shift float64, minChanges []float64, 
 	for i := range counts {
 		counts[i] = make([]int, len(stats))
 	}
-	ttft := func(r llmmetrics.Record) []float64 {
-		d, _ := r.TTFT()
-		return []float64{ms(d)}
-	}
 	for trial := range trials {
 		rng := rand.New(rand.NewPCG(uint64(trial), 11))
 		b := repeatedRuns(rng, k, n, tau, 1)
 		nw := repeatedRuns(rng, k, n, tau, shift)
-		rs := compareRepeated("ttft", b, nw, ttft, stats, settings{})
+		rs := compareRepeated("ttft", b, nw, ttftMS, stats, settings{})
 		for i, m := range minChanges {
 			for j, r := range rs {
 				r.judge(m)
@@ -324,13 +327,9 @@ func TestCalibrationSweepRepeatsAA(t *testing.T) {
 	const trials = 400
 	stats := []stat{{p: 50}, {p: 90}, {p: 99}, {mean: true}}
 	minChanges := []float64{DefaultMinChange, 0}
-	ttft := func(r llmmetrics.Record) []float64 {
-		d, _ := r.TTFT()
-		return []float64{ms(d)}
-	}
 	anyLevel, calls, _ := sweepCounts(trials, minChanges, func(rng *rand.Rand, trial, _ int) []Result {
 		b, n := repeatedRuns(rng, 3, 500, 0.05, 1), repeatedRuns(rng, 3, 500, 0.05, 1)
-		return compareRepeated("ttft", b, n, ttft, stats, settings{})
+		return compareRepeated("ttft", b, n, ttftMS, stats, settings{})
 	})
 	checkSweep(t, "3 repeats a level", trials, minChanges, stats, anyLevel, calls)
 }
@@ -347,13 +346,9 @@ func TestCalibrationSweepRepeatsUnlike(t *testing.T) {
 	minChanges := []float64{DefaultMinChange, 0}
 	requests := [sweepLevels]int{16, 32, 64, 100, 200, 500, 500}
 	tau := [sweepLevels]float64{0.01, 0.01, 0.02, 0.02, 0.05, 0.10, 0.10}
-	ttft := func(r llmmetrics.Record) []float64 {
-		d, _ := r.TTFT()
-		return []float64{ms(d)}
-	}
 	anyLevel, calls, _ := sweepCounts(trials, minChanges, func(rng *rand.Rand, trial, l int) []Result {
 		b, n := repeatedRuns(rng, 2, requests[l], tau[l], 1), repeatedRuns(rng, 3, requests[l], tau[l], 1)
-		return compareRepeated("ttft", b, n, ttft, stats, settings{})
+		return compareRepeated("ttft", b, n, ttftMS, stats, settings{})
 	})
 	checkSweep(t, "unlike levels", trials, minChanges, stats, anyLevel, calls)
 }
@@ -369,14 +364,10 @@ func TestCalibrationSweepRepeatsDrift(t *testing.T) {
 	const trials = 400
 	stats := []stat{{p: 50}, {mean: true}}
 	minChanges := []float64{DefaultMinChange, 0}
-	ttft := func(r llmmetrics.Record) []float64 {
-		d, _ := r.TTFT()
-		return []float64{ms(d)}
-	}
 	anyLevel, calls, _ := sweepCounts(trials, minChanges, func(rng *rand.Rand, trial, _ int) []Result {
 		b := repeatedRuns(rng, 3, 200, 0.02, math.Exp(0.05*rng.NormFloat64()))
 		n := repeatedRuns(rng, 3, 200, 0.02, math.Exp(0.05*rng.NormFloat64()))
-		return compareRepeated("ttft", b, n, ttft, stats, settings{})
+		return compareRepeated("ttft", b, n, ttftMS, stats, settings{})
 	})
 	checkSweep(t, "drifting runs", trials, minChanges, stats, anyLevel, calls)
 }
@@ -393,17 +384,13 @@ func TestCalibrationSweepRepeatsDrift(t *testing.T) {
 func TestCalibrationSweepRepeatsPower(t *testing.T) {
 	const trials = 100
 	stats := []stat{{p: 50}, {mean: true}}
-	ttft := func(r llmmetrics.Record) []float64 {
-		d, _ := r.TTFT()
-		return []float64{ms(d)}
-	}
 	for _, tt := range []struct {
 		kb, kn  int
 		atLeast [2]float64 // p50, mean
 	}{{3, 3, [2]float64{0.85, 0.90}}, {2, 3, [2]float64{0.50, 0.70}}} {
 		_, calls, commonCalls := sweepCounts(trials, []float64{DefaultMinChange}, func(rng *rand.Rand, trial, _ int) []Result {
 			b, n := repeatedRuns(rng, tt.kb, 200, 0.02, 1), repeatedRuns(rng, tt.kn, 200, 0.02, 1.15)
-			return compareRepeated("ttft", b, n, ttft, stats, settings{})
+			return compareRepeated("ttft", b, n, ttftMS, stats, settings{})
 		})
 		for j, st := range stats {
 			share := float64(calls[0][j]) / (trials * sweepLevels)

@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/llmmetrics/llmmetrics"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -111,16 +109,12 @@ func TestCommonChange(t *testing.T) {
 // called over the levels, named so, and fails a gate on it; the same
 // sweep against itself is not.
 func TestSweepCommonChange(t *testing.T) {
-	ttft := func(r llmmetrics.Record) []float64 {
-		d, _ := r.TTFT()
-		return []float64{ms(d)}
-	}
 	sweep := func(shift float64) *Comparison {
 		c := &Comparison{}
 		for l := range 5 {
 			rng := rand.New(rand.NewPCG(7, uint64(l)))
 			b, n := repeatedRuns(rng, 2, 200, 0.02, 1), repeatedRuns(rng, 3, 200, 0.02, shift)
-			c.Levels = append(c.Levels, LevelTable{Level: fmt.Sprintf("concurrency %d", 1<<l), Results: compareRepeated("ttft", b, n, ttft, []stat{{p: 50}}, settings{})})
+			c.Levels = append(c.Levels, LevelTable{Level: fmt.Sprintf("concurrency %d", 1<<l), Results: compareRepeated("ttft", b, n, ttftMS, []stat{{p: 50}}, settings{})})
 		}
 		commons := moderate(c.Levels)
 		holm(c.Levels, DefaultMinChange, commons...)

@@ -138,10 +138,9 @@ func TestCompareRepeated(t *testing.T) {
 		}
 		return recs
 	}
-	ttft := func(r llmmetrics.Record) []float64 { d, _ := r.TTFT(); return []float64{ms(d)} }
 	b := [][]llmmetrics.Record{run(1, 1), run(3, 3)}
 	n := [][]llmmetrics.Record{run(2, 2), run(4, 4)}
-	rs := compareRepeated("ttft", b, n, ttft, []stat{{mean: true}, {p: 50}, {p: 90}}, settings{minChange: 0.05})
+	rs := compareRepeated("ttft", b, n, ttftMS, []stat{{mean: true}, {p: 50}, {p: 90}}, settings{minChange: 0.05})
 	require.Len(t, rs, 3)
 	mean := rs[0]
 	h := 4.302653 * math.Sqrt2
@@ -159,7 +158,7 @@ func TestCompareRepeated(t *testing.T) {
 
 	// A run whose values are all in one repeat has no spread to judge by.
 	one := [][]llmmetrics.Record{run(1, 1), nil}
-	rs = compareRepeated("ttft", one, n, ttft, []stat{{mean: true}}, settings{})
+	rs = compareRepeated("ttft", one, n, ttftMS, []stat{{mean: true}}, settings{})
 	assert.Equal(t, NotCompared, rs[0].Verdict)
 	assert.Contains(t, rs[0].Reason, "fewer than 2 repeats (1 and 2)")
 }
