@@ -119,17 +119,19 @@ func (r *repeatRun) take() *taken {
 	return t
 }
 
-// ahead takes sessions for a closed-loop client one ahead of it, on a
-// goroutine of its own that runs while the client waits for its answer:
+// ahead takes sessions for a closed-loop client one ahead of it, once
+// every client has taken its first, on a goroutine of its own that runs
+// while the client waits for its answer:
 // the client's next request is built before its previous one ends. The
 // channel closes when the repeat is full or ctx ends. It costs a client
 // one more parked goroutine (about 4 KB of stack after a collection) and
 // the next request's body; at the end of a repeat a client may send one
 // session that an idle client could have taken.
-func (r *repeatRun) ahead(ctx context.Context, wg *sync.WaitGroup) <-chan *taken {
+func (r *repeatRun) ahead(ctx context.Context, wg *sync.WaitGroup, firsts *sync.WaitGroup) <-chan *taken {
 	ch := make(chan *taken)
 	wg.Go(func() {
 		defer close(ch)
+		firsts.Wait() // every client has taken its first
 		for {
 			t := r.take()
 			if t == nil {
@@ -258,22 +260,23 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 		w.close()
 	default:
 		// Every client's first session is taken before any client takes
-		// its second (ahead takes one as soon as its client starts): the
-		// first sessions, the warm-up ones when -warmup is one per client,
-		// are then the first of every client, and no measured request is
-		// sent in the opening wave on a connection not yet dialed.
-		firsts := make([]*taken, 0, int(load))
-		for range int(load) {
-			t := r.take()
-			if t == nil {
-				break
-			}
-			firsts = append(firsts, t)
-		}
+		// its second (ahead waits for firsts): the first sessions, the
+		// warm-up ones when -warmup is one per client, are then the first
+		// of every client, and no measured request is sent in the opening
+		// wave on a connection not yet dialed. Each client takes and
+		// builds its own first, so the first sends do not wait for every
+		// body to be built.
+		var firsts sync.WaitGroup
+		firsts.Add(int(load))
 		began := time.Now()
-		for _, first := range firsts {
+		for range int(load) {
 			wg.Go(func() {
-				next := r.ahead(ctx, &wg)
+				first := r.take()
+				firsts.Done()
+				if first == nil {
+					return
+				}
+				next := r.ahead(ctx, &wg, &firsts)
 				due := r.session(ctx, first, began) // a client's next request is due when its previous one ends
 				for t := range next {
 					due = r.session(ctx, t, due)
