@@ -153,12 +153,19 @@ type writeStamp struct{ ns atomic.Int64 } // 1 + ns after clockBase; 0: none
 
 func (w *writeStamp) mark() { w.ns.Store(1 + int64(time.Since(clockBase))) }
 
+// lastWrite is the start of the latest write, as now minus how long ago
+// it was (monotonic): its wall clock reading is the current wall clock's,
+// as End's and the chunks' are. clockBase.Add(offset) would carry
+// clockBase's wall clock, and a step of the wall clock since the process
+// started (NTP, the host) would put a record's Start after its End in
+// records.jsonl, whose times are wall clock.
 func (w *writeStamp) lastWrite() time.Time {
 	n := w.ns.Load()
 	if n == 0 {
 		return time.Time{}
 	}
-	return clockBase.Add(time.Duration(n - 1))
+	now := time.Now()
+	return now.Add(-(now.Sub(clockBase) - time.Duration(n-1)))
 }
 
 // writeConn is a connection without receive timestamps that keeps the

@@ -86,6 +86,8 @@ func TestWriteStamp(t *testing.T) {
 	got := w.lastWrite()
 	assert.False(t, got.Before(before) || got.After(after), "%v not within [%v, %v]", got, before, after)
 	assert.NotEqual(t, got, got.Round(0), "the time keeps its monotonic reading")
+	wall := got.Round(0) // as records.jsonl keeps it
+	assert.False(t, wall.Before(before.Round(0)) || wall.After(after.Round(0)), "wall clock %v not within [%v, %v]", wall, before.Round(0), after.Round(0))
 }
 
 func TestMaxStreams(t *testing.T) {
