@@ -127,7 +127,7 @@ func (r *repeatRun) take() *taken {
 // one more parked goroutine (about 4 KB of stack after a collection) and
 // the next request's body; at the end of a repeat a client may send one
 // session that an idle client could have taken.
-func (r *repeatRun) ahead(ctx context.Context, wg *sync.WaitGroup, firsts *sync.WaitGroup) <-chan *taken {
+func (r *repeatRun) ahead(ctx context.Context, wg, firsts *sync.WaitGroup) <-chan *taken {
 	ch := make(chan *taken)
 	wg.Go(func() {
 		defer close(ch)

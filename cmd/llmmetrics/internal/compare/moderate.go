@@ -109,8 +109,13 @@ func moderate(ls []LevelTable) (commons []*Result) {
 
 func moderateFamily(rs []*Result) (common *Result) {
 	var s2s, dfs []float64
-	for _, r := range rs {
-		if s2, df := r.reps.within(); s2 > 0 {
+	own, ownDF := make([]float64, len(rs)), make([]float64, len(rs)) // each level's within variance
+	all := 0.0
+	for i, r := range rs {
+		s2, df := r.reps.within()
+		own[i], ownDF[i] = s2, float64(df)
+		all += float64(df)
+		if s2 > 0 {
 			s2s, dfs = append(s2s, s2), append(dfs, float64(df))
 		}
 	}
@@ -132,24 +137,18 @@ func moderateFamily(rs []*Result) (common *Result) {
 	// called a change in 11 % of seeded A/A sweeps with an uncapped d0, 6 %
 	// with d0 up to the levels' mean, and 3–4 % with a quarter of it, which
 	// still finds a 15 % shift at 99 % of levels (calibration_test.go).
-	all := 0.0
-	for _, r := range rs {
-		_, df := r.reps.within()
-		all += float64(df)
-	}
 	d0 = min(d0, all/float64(len(rs))/4)
 	type level struct {
 		r         *Result
 		y, v2, nu float64 // log(NEW/BASE), its variance, degrees of freedom
 	}
 	var lv []level
-	for _, r := range rs {
+	for i, r := range rs {
 		if !(r.New > 0 && r.Base > 0) {
 			continue // the points are not both positive: Welch's stays
 		}
-		s2, df := r.reps.within()
-		d := float64(df)
-		v := (d0*s02 + d*s2) / (d0 + d)
+		d := ownDF[i]
+		v := (d0*s02 + d*own[i]) / (d0 + d)
 		lv = append(lv, level{r: r, y: math.Log(r.New / r.Base), v2: v * (1/float64(len(r.reps.b)) + 1/float64(len(r.reps.n))), nu: d0 + d})
 	}
 	ys, v2s := make([]float64, len(lv)), make([]float64, len(lv))
