@@ -36,7 +36,7 @@ func (t arrivalTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	a := rt.attempt
 	if a == nil { // not sent by try: a trace of its own
-		a = new(attempt)
+		a = &attempt{hold: rt.hold}
 		req = req.WithContext(httptrace.WithClientTrace(req.Context(), a.trace()))
 	}
 	a.conn.Store(nil)
@@ -71,6 +71,7 @@ type attempt struct {
 	conn             atomic.Pointer[net.Conn]
 	wrote            atomic.Int64 // WroteRequest's time: 1 + ns after began; 0: not yet
 	began            time.Time    // set by arrivalTransport before the round trip
+	hold             *hold        // the request's hold (nil: none)
 }
 
 func (a *attempt) trace() *httptrace.ClientTrace {
@@ -78,6 +79,11 @@ func (a *attempt) trace() *httptrace.ClientTrace {
 		GotConn: func(i httptrace.GotConnInfo) {
 			a.reused.Store(i.Reused)
 			a.conn.Store(&i.Conn)
+			if c, ok := i.Conn.(interface{ arm(*hold) }); ok {
+				c.arm(a.hold) // nil disarms a hold left by a request that never wrote
+			} else {
+				a.hold.wait() // a connection bench did not dial: wait before net/http's path to the write
+			}
 		},
 		GotFirstResponseByte: func() { a.answered.Store(true) },
 		WroteRequest: func(i httptrace.WroteRequestInfo) {
@@ -148,8 +154,27 @@ type writeStamped interface{ lastWrite() time.Time }
 var clockBase = time.Now()
 
 // writeStamp keeps the start of a connection's latest write (safe for
-// concurrent use: net/http writes on its write loop, the round trip asks).
-type writeStamp struct{ ns atomic.Int64 } // 1 + ns after clockBase; 0: none
+// concurrent use: net/http writes on its write loop, the round trip asks),
+// and holds the next write until its request's time (see hold).
+type writeStamp struct {
+	ns   atomic.Int64 // 1 + ns after clockBase; 0: none
+	next atomic.Pointer[hold]
+}
+
+// arm makes the connection's next write wait on h (nil: not wait). The
+// round trip arms the connection it got, before net/http hands the
+// request to the write loop: HTTP/1.1 writes one request at a time, so
+// the next write is that request's first.
+func (w *writeStamp) arm(h *hold) { w.next.Store(h) }
+
+// begin is called as a write starts: it waits on the armed hold, if any,
+// and then notes the time.
+func (w *writeStamp) begin() {
+	if h := w.next.Swap(nil); h != nil {
+		h.wait()
+	}
+	w.mark()
+}
 
 func (w *writeStamp) mark() { w.ns.Store(1 + int64(time.Since(clockBase))) }
 
@@ -168,6 +193,26 @@ func (w *writeStamp) lastWrite() time.Time {
 	return now.Add(-(now.Sub(clockBase) - time.Duration(n-1)))
 }
 
+// stampWrites returns a copy of rt whose connections keep their writes'
+// times and can hold a write (writeConn), and true; rt itself and false
+// when it is not an *http.Transport.
+func stampWrites(rt http.RoundTripper) (http.RoundTripper, bool) {
+	t, ok := rt.(*http.Transport)
+	if !ok || t.DialContext == nil {
+		return rt, false
+	}
+	t = t.Clone()
+	dial := t.DialContext
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &writeConn{Conn: c}, nil
+	}
+	return t, true
+}
+
 // writeConn is a connection without receive timestamps that keeps the
 // start of its latest write (LLMMETRICS_TIMING=user, other systems).
 type writeConn struct {
@@ -176,7 +221,7 @@ type writeConn struct {
 }
 
 func (c *writeConn) Write(p []byte) (int, error) {
-	c.mark()
+	c.begin()
 	return c.Conn.Write(p)
 }
 

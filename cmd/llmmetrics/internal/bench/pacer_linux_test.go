@@ -17,7 +17,8 @@ import (
 // TestTimerfdPacer: the timerfd pacer never returns before its time, over
 // waits of several lengths on one descriptor (an expiry left unread by an
 // earlier wait must not end a later one early), and returns at once for a
-// time already past. How soon after its time it returns is measured by
+// time already past; its spin stays within [0, maxSpin], and at 0 when
+// told not to spin. How soon after its time it returns is measured by
 // the fidelity tool's -rates mode, not here.
 func TestTimerfdPacer(t *testing.T) {
 	p := newPacer()
@@ -29,6 +30,20 @@ func TestTimerfdPacer(t *testing.T) {
 		p.waitUntil(at)
 		assert.False(t, time.Now().Before(at), "a wait of %v returned early", d)
 	}
+	tp := p.(*timerfdPacer)
+	assert.GreaterOrEqual(t, tp.spin, time.Duration(0))
+	assert.LessOrEqual(t, tp.spin, maxSpin)
+	t.Run("no spin", func(t *testing.T) {
+		q := newPacer().(*timerfdPacer)
+		defer q.close()
+		q.noSpin()
+		for _, d := range []time.Duration{300 * time.Microsecond, 50 * time.Microsecond, time.Millisecond} {
+			at := time.Now().Add(d)
+			q.waitUntil(at)
+			assert.False(t, time.Now().Before(at), "a wait of %v returned early", d)
+			assert.Zero(t, q.spin, "the estimate stays at 0 however late the timerfd wakes")
+		}
+	})
 	t.Run("sleepUntil: a timer first, the pacer for the last stretch", func(t *testing.T) {
 		at := time.Now().Add(3 * preciseWindow / 2)
 		require.NoError(t, sleepUntil(context.Background(), p, at))

@@ -106,6 +106,7 @@ func (b *bench) try(ctx context.Context, hc *http.Client, body []byte, slot *llm
 	a := new(attempt)
 	if rt, ok := ctx.Value(timingKey{}).(*reqTiming); ok {
 		rt.attempt = a // arrivalTransport reads the same trace's connection and write time
+		a.hold = rt.hold
 	}
 	ctx = context.WithValue(ctx, slotKey{}, slot)
 	ctx = httptrace.WithClientTrace(ctx, a.trace())

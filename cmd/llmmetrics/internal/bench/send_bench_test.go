@@ -70,7 +70,7 @@ func BenchmarkRequest(b *testing.B) {
 			}
 			t := r.take()
 			require.NotNil(b, t)
-			r.session(ctx, t, time.Now())
+			r.session(ctx, t, time.Now(), nil)
 			if k == batch-1 {
 				require.NoError(b, bn.writeRecords(1000, 0, r.result()))
 			}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,10 +175,11 @@ func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, body 
 }
 
 // session sends t's first count turns in the slots from first, the first
-// scheduled at due, each next one the think time after the previous
+// scheduled at due (its write held by h until then; nil: sent now), each
+// next one the think time after the previous
 // answer's end. It returns when the last request sent ended (due when
 // none was): a closed-loop client's next request is due then.
-func (r *repeatRun) session(ctx context.Context, t *taken, due time.Time) time.Time {
+func (r *repeatRun) session(ctx context.Context, t *taken, due time.Time, h *hold) time.Time {
 	s := t.s
 	multi := s.Len() > 1
 	for turn := 0; turn < t.count && ctx.Err() == nil; turn++ {
@@ -198,6 +201,9 @@ func (r *repeatRun) session(ctx context.Context, t *taken, due time.Time) time.T
 		}
 		i := t.first + turn
 		r.timings[i].scheduled = due
+		if turn == 0 {
+			r.timings[i].hold = h
+		}
 		text := r.send(ctx, i, req, body, multi)
 		due = cmp.Or(r.records[i].End, time.Now())
 		if multi {
@@ -242,21 +248,20 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 		gaps := distuv.Gamma{Alpha: b.o.burstiness, Beta: b.o.burstiness * load, Src: rng}
 		p, w := b.pacer(), newWorkers(&wg)
 		defer p.close()
-		next := time.Now()
-		for k := 0; ; k++ {
-			if k > 0 {
-				next = next.Add(time.Duration(gaps.Rand() * float64(time.Second)))
+		lead := b.lead()
+		due, first := time.Now().Add(lead), true
+		paced(ctx, p, w, lead, func() (time.Time, func(*hold), bool) {
+			if !first {
+				due = due.Add(time.Duration(gaps.Rand() * float64(time.Second)))
 			}
-			t := r.take() // before its time: only the wait is between the schedule and the send
+			first = false
+			t := r.take() // before its time: its body is built
 			if t == nil {
-				break
+				return time.Time{}, nil, false
 			}
-			if sleepUntil(ctx, p, next) != nil {
-				break
-			}
-			due := next
-			w.run(func() { r.session(ctx, t, due) })
-		}
+			at := due
+			return at, func(h *hold) { r.session(ctx, t, at, h) }, true
+		})
 		w.close()
 	default:
 		// Every client's first session is taken before any client takes
@@ -277,9 +282,9 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 					return
 				}
 				next := r.ahead(ctx, &wg, &firsts)
-				due := r.session(ctx, first, began) // a client's next request is due when its previous one ends
+				due := r.session(ctx, first, began, nil) // a client's next request is due when its previous one ends
 				for t := range next {
-					due = r.session(ctx, t, due)
+					due = r.session(ctx, t, due, nil)
 				}
 			})
 		}
@@ -368,12 +373,24 @@ func (w *workers) next() func() {
 // close lets the workers end once their requests have.
 func (w *workers) close() { close(w.quit) }
 
-// pacer returns the open loop's pacer.
+// pacer returns the open loop's pacer. It spins before each time only
+// when the chunks are timed by the kernel (see timerfdPacer.noSpin).
 func (b *bench) pacer() pacer {
 	if b.e.newPacer == nil {
 		return timerPacer{}
 	}
-	return b.e.newPacer()
+	p := b.e.newPacer()
+	if s, ok := p.(interface{ noSpin() }); ok && !b.kernelTimed() {
+		s.noSpin()
+	}
+	return p
+}
+
+// kernelTimed says whether the answers' chunks are timed by the kernel's
+// receive timestamps: plain HTTP on connections bench dialed, on Linux,
+// unless LLMMETRICS_TIMING=user.
+func (b *bench) kernelTimed() bool {
+	return b.holds && runtime.GOOS == "linux" && os.Getenv("LLMMETRICS_TIMING") != "user"
 }
 
 // replay sends the trace's requests open-loop: each built, then sent at
@@ -381,21 +398,33 @@ func (b *bench) pacer() pacer {
 func (b *bench) replay(ctx context.Context, r *repeatRun, w *workers) {
 	p := b.pacer()
 	defer p.close()
-	start := time.Now()
-	for ctx.Err() == nil {
+	lead := b.lead()
+	start := time.Now().Add(lead)
+	paced(ctx, p, w, lead, func() (time.Time, func(*hold), bool) {
 		s, i, _, ok := r.start()
 		if !ok {
-			return
+			return time.Time{}, nil, false
 		}
 		req, _ := s.Next()
 		body := r.body(req)
 		at := start.Add(req.Arrival)
 		r.timings[i].scheduled = at
-		if sleepUntil(ctx, p, at) != nil {
-			return
-		}
-		w.run(func() { r.send(ctx, i, req, body, false) })
+		return at, func(h *hold) {
+			r.timings[i].hold = h
+			r.send(ctx, i, req, body, false)
+		}, true
+	})
+}
+
+// lead is how early an open-loop request starts, its write held until its
+// time: sendLead when bench dialed the connections its writes go through
+// (plain HTTP through its own transport), else 0 (the request starts at
+// its time).
+func (b *bench) lead() time.Duration {
+	if b.holds {
+		return sendLead
 	}
+	return 0
 }
 
 // setHeaders sets the content type and the API key in the header each API

@@ -80,7 +80,7 @@ func newStampConn(tc *net.TCPConn, rc syscall.RawConn) *stampConn {
 }
 
 func (c *stampConn) Write(p []byte) (int, error) {
-	c.mark()
+	c.begin()
 	return c.TCPConn.Write(p)
 }
 

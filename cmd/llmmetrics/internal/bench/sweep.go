@@ -52,6 +52,7 @@ type bench struct {
 
 	levels []*Level // measured levels, in the order they ran
 
+	holds      bool               // open-loop writes are held until their time (see hold)
 	wl         *workload.Workload // what each request is
 	counting   string             // how prompts are sized (calibration.how)
 	warnedIn   bool               // the input-length warning was given
@@ -81,6 +82,7 @@ func newBench(o options, e env) (*bench, error) {
 		return nil, err
 	}
 	var base, freshBase http.RoundTripper = newHTTPTransport(), newHTTPTransport()
+	dialed := true // bench's transports dial the connections (see stampedDialer)
 	freshBase.(*http.Transport).DisableKeepAlives = true
 	// A closed loop's next request waits for its client's connection to
 	// come back to the pool (net/http puts it back on another goroutine,
@@ -106,7 +108,9 @@ func newBench(o options, e env) (*bench, error) {
 		b.fake = e.newFake(cfg)
 		b.target = "llmmetricstest fake server"
 		if e.inMemory {
-			base = b.fake.Client().Transport // only its own transport reaches it
+			// Only its own transport reaches it; its connections keep
+			// their writes' times, as bench's own do.
+			base, dialed = stampWrites(b.fake.Client().Transport)
 			freshBase = base
 		}
 		if b.model == "" {
@@ -117,6 +121,9 @@ func newBench(o options, e env) (*bench, error) {
 	if e.wrap != nil {
 		base, freshBase = e.wrap(base), e.wrap(freshBase)
 	}
+	// Writes can be held until their time on the connections bench
+	// dials (plain HTTP/1.1); through TLS they cannot.
+	b.holds = dialed && strings.HasPrefix(b.url, "http://")
 	b.hc = &http.Client{Transport: llmmetrics.NewTransport(tracker, arrivalTransport{base})}
 	b.fresh = &http.Client{Transport: llmmetrics.NewTransport(tracker, arrivalTransport{freshBase})}
 	b.newWatcher()

@@ -63,6 +63,7 @@ type reqTiming struct {
 	multi     int             // of which carried several
 	note      string          // why the clock was used
 	attempt   *attempt        // the attempt in flight (its trace), set by try
+	hold      *hold           // holds the request's first write until scheduled (nil: none)
 }
 
 // timingKey is the context key of a request's *reqTiming.
