@@ -110,15 +110,28 @@ type taken struct {
 // first request; nil when the repeat is full, the trace ended or the
 // workload failed.
 func (r *repeatRun) take() *taken {
+	t := r.claim()
+	if t != nil {
+		t.build(r)
+	}
+	return t
+}
+
+// claim takes the workload's next session (see start) without building
+// its first request (build); nil as take.
+func (r *repeatRun) claim() *taken {
 	s, first, count, ok := r.start()
 	if !ok {
 		return nil
 	}
-	t := &taken{s: s, first: first, count: count}
-	if req, ok := s.Next(); ok {
+	return &taken{s: s, first: first, count: count}
+}
+
+// build builds t's first request.
+func (t *taken) build(r *repeatRun) {
+	if req, ok := t.s.Next(); ok {
 		t.req, t.body = req, r.body(req)
 	}
-	return t
 }
 
 // ahead takes sessions for a closed-loop client one ahead of it, once
@@ -255,12 +268,25 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 				due = due.Add(time.Duration(gaps.Rand() * float64(time.Second)))
 			}
 			first = false
-			t := r.take() // before its time: its body is built
+			// The session is claimed here, so the order of the sessions
+			// does not depend on timing. Its first request is built before
+			// its time: with a lead, by the request's own goroutine, which
+			// starts lead early (the pacer's goroutine, busy building, could
+			// miss a release); else here, so only the wait is left.
+			t := r.claim()
 			if t == nil {
 				return time.Time{}, nil, false
 			}
+			if lead == 0 {
+				t.build(r)
+			}
 			at := due
-			return at, func(h *hold) { r.session(ctx, t, at, h) }, true
+			return at, func(h *hold) {
+				if lead > 0 {
+					t.build(r)
+				}
+				r.session(ctx, t, at, h)
+			}, true
 		})
 		w.close()
 	default:
@@ -406,10 +432,16 @@ func (b *bench) replay(ctx context.Context, r *repeatRun, w *workers) {
 			return time.Time{}, nil, false
 		}
 		req, _ := s.Next()
-		body := r.body(req)
+		var body []byte
+		if lead == 0 {
+			body = r.body(req) // built before its time (with a lead, by its own goroutine)
+		}
 		at := start.Add(req.Arrival)
 		r.timings[i].scheduled = at
 		return at, func(h *hold) {
+			if body == nil {
+				body = r.body(req)
+			}
 			r.timings[i].hold = h
 			r.send(ctx, i, req, body, false)
 		}, true
