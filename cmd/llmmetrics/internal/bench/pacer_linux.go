@@ -29,10 +29,14 @@ import (
 // was measured on, a timerfd wait returned 55–90 µs late at the median
 // (fidelity -rates 1000). So the timerfd is set spin before the time, and
 // the pacer yields the processor (runtime.Gosched) until the time comes:
-// other goroutines run meanwhile, and the core does not sleep. spin
-// follows the 90th percentile of how late the timerfd wakes the pacer
-// (a stochastic quantile estimate, within [0, maxSpin]): a machine that
-// wakes fast spins little.
+// the core does not sleep. spin follows the 90th percentile of how late
+// the timerfd wakes the pacer (a stochastic quantile estimate, within
+// [0, maxSpin]): a machine that wakes fast spins little. While the pacer
+// yields, the runtime runs the goroutines ready to run but does not poll
+// the network (it looks for ready goroutines, the pacer among them,
+// first), so a chunk that arrives then is read when the spin ends; once
+// two yields in a row have run other goroutines, the core is busy anyway,
+// and the pacer waits on the timerfd again for the rest.
 type timerfdPacer struct {
 	f     *os.File
 	fd    int
@@ -78,10 +82,31 @@ func (p *timerfdPacer) waitUntil(at time.Time) {
 			p.spin = max(p.spin-spinStep, 0)
 		}
 	}
-	for time.Now().Before(at) {
+	for long := 0; ; {
+		now := time.Now()
+		if !now.Before(at) {
+			return
+		}
 		runtime.Gosched()
+		if time.Since(now) <= busyYield {
+			long = 0
+		} else if long++; long == 2 {
+			// Other goroutines ran at each of two yields: the core is
+			// busy and will not sleep, and the runtime, which does not
+			// poll the network while the pacer yields, polls it again
+			// while the pacer waits on the timerfd (its deadline, a
+			// runtime timer, is on time at the next scheduling point of a
+			// busy program).
+			p.sleepUntil(at)
+			return
+		}
 	}
 }
+
+// busyYield: a yield that took longer than this ran other goroutines, or
+// was interrupted (runtime.Gosched alone takes under a microsecond; a
+// timer interrupt or the host can stretch one yield, rarely two in a row).
+const busyYield = 5 * time.Microsecond
 
 // noSpin makes the pacer wait on the timerfd alone. While the pacer
 // yields, the runtime runs the goroutines ready to run but does not poll
