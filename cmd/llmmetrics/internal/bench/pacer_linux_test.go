@@ -44,6 +44,35 @@ func TestTimerfdPacer(t *testing.T) {
 			assert.Zero(t, q.spin, "the estimate stays at 0 however late the timerfd wakes")
 		}
 	})
+	t.Run("a busy core", func(t *testing.T) {
+		// Another goroutine runs 50 µs at a time on the one processor:
+		// the pacer's yields run it, and it waits on the timerfd for the
+		// rest of its spin; never early.
+		prev := runtime.GOMAXPROCS(1)
+		defer runtime.GOMAXPROCS(prev)
+		done := make(chan struct{})
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				for start := time.Now(); time.Since(start) < 50*time.Microsecond; {
+				}
+				runtime.Gosched()
+			}
+		}()
+		for range 50 {
+			at := time.Now().Add(300 * time.Microsecond)
+			p.waitUntil(at)
+			assert.False(t, time.Now().Before(at), "returned early")
+		}
+		close(done)
+		<-stopped
+	})
 	t.Run("sleepUntil: a timer first, the pacer for the last stretch", func(t *testing.T) {
 		at := time.Now().Add(3 * preciseWindow / 2)
 		require.NoError(t, sleepUntil(context.Background(), p, at))
