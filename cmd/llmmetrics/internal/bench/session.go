@@ -189,9 +189,9 @@ func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, body 
 
 // session sends t's first count turns in the slots from first, the first
 // scheduled at due (its write held by h until then; nil: sent now), each
-// next one the think time after the previous
-// answer's end. It returns when the last request sent ended (due when
-// none was): a closed-loop client's next request is due then.
+// next one the think time after the previous answer's end. It returns
+// when the last request sent ended (due when none was): a closed-loop
+// client's next request is due then.
 func (r *repeatRun) session(ctx context.Context, t *taken, due time.Time, h *hold) time.Time {
 	s := t.s
 	multi := s.Len() > 1
