@@ -174,6 +174,9 @@ func TestClosedConnectionsLoseNoRequest(t *testing.T) {
 		// 4–6 on a second connection, 7 retried, 8 on a third.
 		{"one client, exactly", []string{"-concurrency", "1", "-requests", "8", "-repeats", "1"}, 8, 2},
 		{"four clients", []string{"-concurrency", "4", "-requests", "24", "-repeats", "2"}, 48, -1},
+		// Open loop: each request takes its connection 2 ms before its
+		// time and its write is held; the retry's write is not.
+		{"open loop, held writes", []string{"-rates", "300", "-requests", "40", "-repeats", "1"}, 40, -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,10 +201,17 @@ func TestClosedConnectionsLoseNoRequest(t *testing.T) {
 			assert.Equal(t, want, l.Retries)
 			assert.Equal(t, int(kills.Load()), l.Retries, "every closed connection is one retry")
 			assert.Contains(t, stdout.String(), "retried")
-			assert.Contains(t, stdout.String(), fmt.Sprintf("Retried at %g concurrent requests: %d request(s)", l.Load, want))
+			unit := "concurrent requests"
+			if tt.args[0] == "-rates" {
+				unit = "requests/s"
+			}
+			assert.Contains(t, stdout.String(), fmt.Sprintf("Retried at %g %s: %d request(s)", l.Load, unit, want))
 			for _, line := range readRecords(t, dir) {
 				assert.Equal(t, llmmetrics.OutcomeOK, line.Record.Outcome)
 				assert.Empty(t, line.Error)
+				if !line.Scheduled.IsZero() {
+					assert.False(t, line.Record.Start.Before(line.Scheduled), "a write before its time")
+				}
 			}
 		})
 	}
