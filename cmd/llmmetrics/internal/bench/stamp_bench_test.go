@@ -4,7 +4,6 @@ package bench
 
 import (
 	"context"
-	"encoding/binary"
 	"io"
 	"net"
 	"syscall"
@@ -113,6 +112,9 @@ func FuzzParseTimestampNS(f *testing.F) {
 	f.Add(cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, timespec(1_700_000_000, 5)))
 	f.Add(append(cmsg(syscall.SOL_SOCKET, syscall.SCM_RIGHTS, []byte{1, 0, 0, 0}), cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, timespec(1, 2))...))
 	f.Add([]byte{})
+	// A message too short for a timespec, then the real one: both parsers
+	// skip the first.
+	f.Add(append(cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, []byte{1, 0, 0, 0, 2, 0, 0, 0}), cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, timespec(3, 4))...))
 	f.Fuzz(func(t *testing.T, oob []byte) {
 		got, err := parseTimestampNS(oob)
 		want, werr := parseTimestampNSStd(oob)
@@ -133,8 +135,8 @@ func parseTimestampNSStd(oob []byte) (time.Time, error) {
 		return time.Time{}, err
 	}
 	for _, m := range msgs {
-		if m.Header.Level == syscall.SOL_SOCKET && m.Header.Type == syscall.SCM_TIMESTAMPNS && len(m.Data) == 16 {
-			return time.Unix(int64(binary.NativeEndian.Uint64(m.Data)), int64(binary.NativeEndian.Uint64(m.Data[8:]))), nil
+		if m.Header.Level == syscall.SOL_SOCKET && m.Header.Type == syscall.SCM_TIMESTAMPNS && len(m.Data) == timespecSize {
+			return decodeTimespec(m.Data), nil
 		}
 	}
 	return time.Time{}, errNoStamp

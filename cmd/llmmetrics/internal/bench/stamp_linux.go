@@ -144,8 +144,9 @@ func receiveTime(oob []byte) int64 {
 }
 
 // parseTimestampNS returns the time in the SCM_TIMESTAMPNS message of
-// oob: a struct timespec, two native-endian words of 8 bytes (or 4 on a
-// 32-bit system). It walks the control messages as
+// oob: the platform's struct timespec, two native-endian words of 8 bytes
+// (4 on a 32-bit system). A message of any other size is not the kernel's
+// and is skipped. It walks the control messages as
 // syscall.ParseSocketControlMessage does, without allocating (that one
 // returns a new slice: an allocation per read).
 func parseTimestampNS(oob []byte) (time.Time, error) {
@@ -156,17 +157,23 @@ func parseTimestampNS(oob []byte) (time.Time, error) {
 		if l < hdr || l > len(oob) {
 			return time.Time{}, syscall.EINVAL
 		}
-		if h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS {
-			switch d := oob[hdr:l]; len(d) {
-			case 16:
-				return time.Unix(int64(binary.NativeEndian.Uint64(d)), int64(binary.NativeEndian.Uint64(d[8:]))), nil
-			case 8:
-				return time.Unix(int64(int32(binary.NativeEndian.Uint32(d))), int64(int32(binary.NativeEndian.Uint32(d[4:])))), nil
-			}
+		if d := oob[hdr:l]; h.Level == syscall.SOL_SOCKET && h.Type == syscall.SCM_TIMESTAMPNS && len(d) == timespecSize {
+			return decodeTimespec(d), nil
 		}
 		oob = oob[min(cmsgAlign(l), len(oob)):]
 	}
 	return time.Time{}, errNoStamp
+}
+
+// timespecSize is the size of the kernel's struct timespec here.
+const timespecSize = int(unsafe.Sizeof(syscall.Timespec{}))
+
+// decodeTimespec reads a struct timespec of timespecSize bytes.
+func decodeTimespec(d []byte) time.Time {
+	if timespecSize == 8 {
+		return time.Unix(int64(int32(binary.NativeEndian.Uint32(d))), int64(int32(binary.NativeEndian.Uint32(d[4:]))))
+	}
+	return time.Unix(int64(binary.NativeEndian.Uint64(d)), int64(binary.NativeEndian.Uint64(d[8:])))
 }
 
 // cmsgAlign rounds a control message's length up to the alignment of the

@@ -50,6 +50,9 @@ func TestParseTimestampNS(t *testing.T) {
 		{"no control data", nil, time.Time{}},
 		{"another message only", other, time.Time{}},
 		{"truncated", stamp[:len(stamp)-9], time.Time{}},
+		{"too short for a timespec", cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, make([]byte, timespecSize/2)), time.Time{}},
+		{"too short, then a timestamp", append(cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, make([]byte, timespecSize/2)), stamp...), time.Unix(1_700_000_000, 123_456_789)},
+		{"too long, then a timestamp", append(cmsg(syscall.SOL_SOCKET, syscall.SCM_TIMESTAMPNS, make([]byte, timespecSize+8)), stamp...), time.Unix(1_700_000_000, 123_456_789)},
 		{"wrong level", cmsg(syscall.SOL_IP, syscall.SCM_TIMESTAMPNS, timespec(1, 2)), time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
