@@ -33,7 +33,7 @@ func cmsg(level, typ int32, data []byte) []byte {
 }
 
 func timespec(sec, nsec int64) []byte {
-	ts := syscall.Timespec{Sec: sec, Nsec: nsec}
+	ts := syscall.NsecToTimespec(sec*1e9 + nsec) // its fields are 32-bit on a 32-bit system
 	return unsafe.Slice((*byte)(unsafe.Pointer(&ts)), unsafe.Sizeof(ts))
 }
 
