@@ -3,6 +3,7 @@ package jsonstream
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -139,7 +140,8 @@ func TestScannerNumbers(t *testing.T) {
 		{`0`, true, 0},
 		{`7`, true, 7},
 		{`1234567`, true, 1234567},
-		{`9223372036854775807`, true, 1<<63 - 1},
+		{strconv.Itoa(math.MaxInt), true, math.MaxInt}, // 9223372036854775807 on a 64-bit system
+		{strconv.FormatUint(math.MaxInt+1, 10), false, 0},
 		{`9223372036854775808`, false, 0},
 		{`-1`, false, 0},
 		{`1.0`, false, 0},

@@ -3,6 +3,8 @@ package jsonscan_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -190,8 +192,9 @@ func TestReadValues(t *testing.T) {
 		{`null`, got{}},
 		{`0`, got{IsInt: true}},
 		{`42`, got{IsInt: true, Int: 42}},
-		{`9223372036854775807`, got{IsInt: true, Int: 9223372036854775807}},
-		{`9223372036854775808`, got{}}, // overflows an int
+		{strconv.Itoa(math.MaxInt), got{IsInt: true, Int: math.MaxInt}}, // 9223372036854775807 on a 64-bit system
+		{strconv.FormatUint(math.MaxInt+1, 10), got{}},                  // overflows an int
+		{`9223372036854775808`, got{}},                                  // overflows an int anywhere
 		{`-1`, got{}},
 		{`1.0`, got{}},
 		{`1e3`, got{}},
