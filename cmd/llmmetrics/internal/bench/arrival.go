@@ -56,7 +56,7 @@ func (t arrivalTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if s, ok := c.(stamped); ok {
 		b.conn = s
 	} else {
-		rt.note = "chunks were timed when read: the connection has no kernel receive timestamps (TLS, a proxy, or not Linux)"
+		rt.note = "chunks were timed when read: the connection has no kernel receive timestamps (TLS, a proxy, not Linux, or a system that refuses them)"
 	}
 	resp.Body = b
 	return resp, nil

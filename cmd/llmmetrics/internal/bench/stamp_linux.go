@@ -16,7 +16,10 @@ import (
 )
 
 // dialStamped dials a TCP connection with SO_TIMESTAMPNS set, whose reads
-// (recvmsg) keep the kernel's receive time of their bytes.
+// (recvmsg) keep the kernel's receive time of their bytes. A system that
+// refuses the option (a sandbox such as gVisor, an emulator such as
+// qemu-user) gets a plain connection, whose chunks are timed when read
+// and say so (the run's client_timing note), rather than no connection.
 // With LLMMETRICS_TIMING=user in the environment it dials a plain
 // connection: chunks are timed when read (to compare the two methods).
 func dialStamped(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
@@ -29,13 +32,10 @@ func dialStamped(ctx context.Context, d *net.Dialer, network, addr string) (net.
 	}
 	dd := *d
 	dd.Control = func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		if err := c.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
-		}); err != nil {
-			return err
-		}
-		return os.NewSyscallError("setsockopt SO_TIMESTAMPNS", serr)
+		// Set before the connection exists, so its first bytes are
+		// stamped; whether it took is read back from the connection
+		// dialed (a dial may try several addresses at once).
+		return c.Control(func(fd uintptr) { _ = enableStamps(int(fd)) })
 	}
 	c, err := dd.DialContext(ctx, network, addr)
 	if err != nil {
@@ -46,10 +46,26 @@ func dialStamped(ctx context.Context, d *net.Dialer, network, addr string) (net.
 		return &writeConn{Conn: c}, nil
 	}
 	rc, err := tc.SyscallConn()
-	if err != nil {
+	if err != nil || !stampsOn(rc) {
 		return &writeConn{Conn: c}, nil
 	}
 	return newStampConn(tc, rc), nil
+}
+
+// enableStamps turns SO_TIMESTAMPNS on for the socket fd (a variable: the
+// tests play a system that refuses it).
+var enableStamps = func(fd int) error {
+	return syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
+}
+
+// stampsOn reports whether the connection's socket has SO_TIMESTAMPNS on.
+func stampsOn(rc syscall.RawConn) bool {
+	on := false
+	err := rc.Control(func(fd uintptr) {
+		v, err := syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS)
+		on = err == nil && v != 0
+	})
+	return err == nil && on
 }
 
 // stampConn reads with recvmsg and keeps the SCM_TIMESTAMPNS of its latest

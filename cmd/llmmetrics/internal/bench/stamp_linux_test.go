@@ -74,6 +74,56 @@ func TestParseTimestampNS(t *testing.T) {
 // after the moment user space got their bytes.
 func TestKernelStampsOnLoopback(t *testing.T) {
 	const chunks = 4
+	stream, rec := loopbackStreams(t, chunks)
+	// Linux turns receive timestamps on for the system lazily, after the
+	// first timestamped socket opens: the first packets may lack one. A
+	// first answer gets it on (its idle connection keeps it on).
+	stream()
+	rt, firstRead := stream()
+
+	require.Equal(t, chunks, rec.OutputTokens, "every chunk counted")
+	assert.Zero(t, rt.userReads, "no chunk timed by the clock (note: %s)", rt.note)
+	require.NotEmpty(t, rt.lags)
+	for _, l := range rt.lags {
+		assert.GreaterOrEqual(t, l, time.Duration(0))
+	}
+	assert.False(t, rec.FirstToken.After(firstRead), "the kernel's arrival %v is not after the read %v", rec.FirstToken, firstRead)
+	assert.False(t, rec.FirstToken.Before(rec.Start), "arrival after the request's start")
+	assert.GreaterOrEqual(t, rt.reads, 1)
+
+	var s timingSamples
+	s.add(*rec, &rt)
+	assert.Equal(t, "kernel", s.summary().Method)
+}
+
+// TestStampsRefused: on a system that refuses SO_TIMESTAMPNS (a sandbox,
+// an emulator) bench still connects, times the chunks when read, and says
+// so; no request fails for it.
+func TestStampsRefused(t *testing.T) {
+	refuse := func(int) error { return syscall.ENOPROTOOPT }
+	prev := enableStamps
+	enableStamps = refuse
+	t.Cleanup(func() { enableStamps = prev })
+
+	const chunks = 3
+	stream, rec := loopbackStreams(t, chunks)
+	rt, _ := stream()
+	require.Equal(t, chunks, rec.OutputTokens, "every chunk counted")
+	assert.Equal(t, chunks, rt.userReads, "each chunk timed when read")
+	assert.Empty(t, rt.lags)
+	assert.Contains(t, rt.note, "refuses them")
+
+	var s timingSamples
+	s.add(*rec, &rt)
+	assert.Equal(t, "user", s.summary().Method)
+}
+
+// loopbackStreams serves chunks streamed chat chunks, 2 ms apart, over a
+// real loopback TCP connection, and returns a function that streams one
+// answer through arrivalTransport on bench's dialer (its timing, and when
+// user space first read its bytes) and the Record of the latest answer.
+func loopbackStreams(t *testing.T, chunks int) (func() (reqTiming, time.Time), *llmmetrics.Record) {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		for i := range chunks {
@@ -83,17 +133,17 @@ func TestKernelStampsOnLoopback(t *testing.T) {
 		}
 		io.WriteString(w, "data: [DONE]\n\n")
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 
-	var rec llmmetrics.Record
+	rec := new(llmmetrics.Record)
 	tracker, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(metric.NewMeterProvider()), llmmetrics.WithoutWindow(),
-		llmmetrics.WithOnEnd(func(_ context.Context, r llmmetrics.Record) { rec = r }))
+		llmmetrics.WithOnEnd(func(_ context.Context, r llmmetrics.Record) { *rec = r }))
 	require.NoError(t, err)
 	base := newHTTPTransport()
-	defer base.CloseIdleConnections()
+	t.Cleanup(base.CloseIdleConnections)
 	hc := &http.Client{Transport: llmmetrics.NewTransport(tracker, arrivalTransport{base})}
 
-	stream := func() (rt reqTiming, firstRead time.Time) {
+	return func() (rt reqTiming, firstRead time.Time) {
 		ctx := context.WithValue(context.Background(), timingKey{}, &rt)
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions", nil)
 		require.NoError(t, err)
@@ -112,26 +162,7 @@ func TestKernelStampsOnLoopback(t *testing.T) {
 		}
 		require.NoError(t, resp.Body.Close())
 		return rt, firstRead
-	}
-	// Linux turns receive timestamps on for the system lazily, after the
-	// first timestamped socket opens: the first packets may lack one. A
-	// first answer gets it on (its idle connection keeps it on).
-	stream()
-	rt, firstRead := stream()
-
-	require.Equal(t, chunks, rec.OutputTokens, "every chunk counted")
-	assert.Zero(t, rt.userReads, "no chunk timed by the clock (note: %s)", rt.note)
-	require.NotEmpty(t, rt.lags)
-	for _, l := range rt.lags {
-		assert.GreaterOrEqual(t, l, time.Duration(0))
-	}
-	assert.False(t, rec.FirstToken.After(firstRead), "the kernel's arrival %v is not after the read %v", rec.FirstToken, firstRead)
-	assert.False(t, rec.FirstToken.Before(rec.Start), "arrival after the request's start")
-	assert.GreaterOrEqual(t, rt.reads, 1)
-
-	var s timingSamples
-	s.add(rec, &rt)
-	assert.Equal(t, "kernel", s.summary().Method)
+	}, rec
 }
 
 // TestSentOnLoopback sends a request over a real loopback connection with
