@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -93,7 +92,7 @@ func launch(bin, dir string, env []string) (*ollamaServer, error) {
 		"OLLAMA_CONTEXT_LENGTH=2048",
 		"GIN_MODE=release",
 	}, env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its runner child goes with it
+	ownGroup(cmd) // its runner child goes with it
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -132,18 +131,17 @@ func launch(bin, dir string, env []string) (*ollamaServer, error) {
 	}
 }
 
-// stop ends the server and its runner (its process group): SIGTERM, then
-// SIGKILL after 10 s.
+// stop ends the server and its runner (its process group): a request to
+// end, then a kill after 10 s.
 func (s *ollamaServer) stop() {
-	pgid := -s.cmd.Process.Pid
-	_ = syscall.Kill(pgid, syscall.SIGTERM)
+	signalGroup(s.cmd, false)
 	select {
 	case <-s.done:
 	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(pgid, syscall.SIGKILL)
+		signalGroup(s.cmd, true)
 		<-s.done
 	}
-	_ = syscall.Kill(pgid, syscall.SIGKILL) // a runner that outlived its server
+	signalGroup(s.cmd, true) // a runner that outlived its server
 }
 
 // create writes the random model and its Modelfile and runs "ollama create",

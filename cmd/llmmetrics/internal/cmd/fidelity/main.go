@@ -45,7 +45,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
@@ -402,15 +401,6 @@ func pctAbs(ns []int64, p float64) time.Duration {
 		ds[i] = time.Duration(v)
 	}
 	return pct(ds, p)
-}
-
-// cpuTime is the CPU time (user + system) this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // clientTiming summarizes results.json's client_timing in one line.
