@@ -88,7 +88,7 @@ func TestPrice(t *testing.T) {
 		{"negative output", 5, 0, -7, p, 0, true},
 		{"negative cached", 5, -1, 7, p, 0, true},
 		{"invalid price", 5, 0, 7, Price{Output: math.NaN()}, 0, true},
-		{"overflow", 1 << 40, 0, 0, Price{Input: math.MaxFloat64}, 0, true},
+		{"overflow", math.MaxInt, 0, 0, Price{Input: math.MaxFloat64}, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

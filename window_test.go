@@ -100,7 +100,7 @@ func longRequest(tr *Tracker, start time.Time, n int, gap func(i int) time.Durat
 // spread returns gaps of 1–40 ms in a fixed pseudo-random order.
 func spread(seed int) func(i int) time.Duration {
 	return func(i int) time.Duration {
-		x := uint64(i*2654435761+seed*40503) % 39_000
+		x := (uint64(i)*2654435761 + uint64(seed)*40503) % 39_000
 		return time.Millisecond + time.Duration(x)*time.Microsecond
 	}
 }
