@@ -6,7 +6,8 @@
 #   scripts/check.sh --stress PKG...  go test -race -count=10 of PKG... while
 #                                     stress-ng --cpu 1 keeps one core busy
 #
-# Static checks: gofmt, go vet and staticcheck (pinned) on the three modules;
+# Static checks: gofmt, go vet and staticcheck (pinned) on the three modules
+# (go vet also for Windows and 32-bit FreeBSD);
 # the library's dependency rule (its go.mod requires only OpenTelemetry and
 # testify, and it builds without the workspace); the root package imports the
 # OpenTelemetry API only; the exported-API count test, when it exists; every
@@ -42,6 +43,13 @@ static() {
 
   step "go vet"
   go vet "${modules[@]}"
+
+  step "go vet on other systems: Windows (not unix), 32-bit FreeBSD (BSD types, a 32-bit int)"
+  # The library and the command build, tests included, where users run them:
+  # a struct field that is int64 on one system and uint64 on another, or a
+  # constant that overflows a 32-bit int, fails here, not on their machine.
+  GOOS=windows GOARCH=amd64 go vet ./... ./cmd/llmmetrics/...
+  GOOS=freebsd GOARCH=386 go vet ./... ./cmd/llmmetrics/...
 
   step "staticcheck $staticcheck_version (the library, llmmetricstest, the examples and the command)"
   # Pinned, so a new release's new checks do not fail an unchanged tree.
