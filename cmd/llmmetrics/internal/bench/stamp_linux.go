@@ -18,8 +18,9 @@ import (
 // dialStamped dials a TCP connection with SO_TIMESTAMPNS set, whose reads
 // (recvmsg) keep the kernel's receive time of their bytes. A system that
 // refuses the option (ENOPROTOOPT from qemu-user, or from a kernel built
-// without it, as some Raspberry Pi kernels were) gets a plain connection, whose chunks are timed when read
-// and say so (the run's client_timing note), rather than no connection.
+// without it, as some Raspberry Pi kernels were) gets a plain connection,
+// whose chunks are timed when read and say so (the run's client_timing
+// note), rather than no connection.
 // With LLMMETRICS_TIMING=user in the environment it dials a plain
 // connection: chunks are timed when read (to compare the two methods).
 func dialStamped(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
