@@ -64,6 +64,15 @@ type Frame struct {
 	// Done marks the protocol's end-of-stream marker ([DONE],
 	// message_stop, response.completed).
 	Done bool
+	// ResponseModel and ResponseID are the model that answered and the
+	// answer's id, on the first frame that tells them (and on a frame that
+	// tells a different value); "" on the others.
+	ResponseModel, ResponseID string
+	// FinishReasons are the reasons this frame gives for the end of a
+	// choice (or of the answer), one per choice that ended in it, in the
+	// provider's words. The slice belongs to the decoder: it is valid only
+	// during the emit call.
+	FinishReasons []string
 }
 
 // Decoder finds frames in a byte stream. A Decoder is used by one stream

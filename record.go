@@ -98,6 +98,19 @@ type Record struct {
 	// error.type attribute ("429", "timeout", "canceled",
 	// "overloaded_error", …); "" when OK or not said.
 	ErrorType string `json:"error_type,omitempty"`
+	// ResponseModel is the model that answered, as the answer names it
+	// (OpenAI "model", Anthropic message.model, Gemini modelVersion,
+	// Ollama "model"): a gateway may route a request for an alias to a
+	// dated snapshot. "" when the answer does not say.
+	ResponseModel string `json:"response_model,omitempty"`
+	// ResponseID is the answer's id as the provider gives it ("chatcmpl-…",
+	// "msg_…", Gemini's responseId); "" when not given.
+	ResponseID string `json:"response_id,omitempty"`
+	// FinishReasons says why the answer ended, one reason per choice that
+	// ended, in the provider's own words and order ("stop", "length",
+	// "tool_calls", "end_turn", "max_tokens", "MAX_TOKENS", …); nil when
+	// the answer did not say (a stream cut before its end).
+	FinishReasons []string `json:"finish_reasons,omitempty"`
 }
 
 // nonNeg returns d, or 0 when d is negative (times out of order).
