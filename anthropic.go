@@ -3,8 +3,20 @@ package llmmetrics
 import (
 	"math"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 )
+
+// anthropicSpec is ProtocolAnthropic's row of the protocol table.
+var anthropicSpec = protocolSpec{
+	name:     "anthropic",
+	decoder:  func(opts []DecoderOption) Decoder { return newAnthropicDecoder(opts...) },
+	provider: semconv.GenAIProviderNameAnthropic,
+	paths:    []pathRule{{suffix: "/messages", op: opChat}},
+	sse:      true,
+	sniff:    sniffRule{types: []string{"message_start"}},
+}
 
 // newAnthropicDecoder returns a Decoder for one Anthropic Messages SSE stream:
 //
@@ -68,7 +80,7 @@ func (a *anthropicInterp) frame(f *anthropicFacts, data []byte) (Frame, error) {
 		fr = Frame{Done: true}
 	}
 	if f.err || f.typ == anthError {
-		fr.Err = parseStreamError(data, errTopLevel)
+		fr.Err = topLevelError(data)
 	}
 	return fr, nil
 }
@@ -82,16 +94,11 @@ const (
 	anthCacheRead
 )
 
-var anthUsage = usageShape{
-	names: []string{
-		anthInput:         "input_tokens",
-		anthOutput:        "output_tokens",
-		anthCacheCreation: "cache_creation_input_tokens",
-		anthCacheRead:     "cache_read_input_tokens",
-	},
-	outDetails: "output_tokens_details",
-	reasoning:  []string{"thinking_tokens"},
-}
+var anthUsage = shape(
+	[]usageCount{count("input_tokens", anthInput), count("output_tokens", anthOutput),
+		count("cache_creation_input_tokens", anthCacheCreation), count("cache_read_input_tokens", anthCacheRead)},
+	nest("output_tokens_details", count("thinking_tokens", usReasoning)),
+)
 
 // prompt returns whether u has an input count, and the whole prompt: fresh,
 // cache-creating and cache-read input tokens.
@@ -224,9 +231,9 @@ func walkAnthropic(j *jsonscan.Scanner, i int, f *anthropicFacts) (int, bool) {
 			f.delta = anthDelta{}
 			return j.Members(i, 1, func(k []byte, i int) (int, bool) { return walkAnthropicDelta(j, k, i, 2, &f.delta) })
 		case "usage":
-			return walkUsage(j, i, 1, &anthUsage, &f.usage)
+			return walkUsage(j, i, 1, anthUsage, &f.usage)
 		case "message":
-			return walkUsageHolder(j, i, 1, &anthUsage, &f.msgUsage)
+			return walkUsageHolder(j, i, 1, anthUsage, &f.msgUsage)
 		}
 		return j.Skip(i, 1)
 	})

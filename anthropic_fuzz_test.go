@@ -27,9 +27,9 @@ func refAnthropicFacts(data []byte) (anthropicFacts, bool) {
 		nonEmpty := func(k string) bool { s, _ := d[k].(string); return s != "" }
 		f.delta.text, f.delta.thinking, f.delta.partialJSON = nonEmpty("text"), nonEmpty("thinking"), nonEmpty("partial_json")
 	}
-	f.usage = refUsage(m["usage"], &anthUsage)
+	f.usage = refUsage(m["usage"], anthUsage)
 	if r, ok := m["message"].(map[string]any); ok {
-		f.msgUsage = refUsage(r["usage"], &anthUsage)
+		f.msgUsage = refUsage(r["usage"], anthUsage)
 	}
 	return f, true
 }

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 	"go.opentelemetry.io/otel"
 )
 
@@ -249,51 +248,42 @@ func (t *textDecoder) Flush(func(Frame)) {}
 // Err implements Decoder; a text stream has no malformed frame.
 func (t *textDecoder) Err() error { return nil }
 
-// Stream errors: the rare path, where encoding/json is fine.
+// Stream errors: the rare path, where encoding/json is fine. Each protocol
+// finds its error object in its own file; these read what it found.
 
-type errWhere int
-
-const (
-	errTopLevel       errWhere = iota // {"error": {...}} or {"error": "text"}
-	errResponsesEvent                 // {"type":"error","code":..,"message":..} (or a nested "error")
-	errResponseFailed                 // {"type":"response.failed","response":{"error":{...}}}
-	errXGroq                          // {"x_groq":{"error":"text"}} (Groq)
-)
-
-func parseStreamError(data []byte, where errWhere) *StreamError {
+// eventObject decodes an event's data as a JSON object (numbers kept as
+// json.Number).
+func eventObject(data []byte) (map[string]any, bool) {
 	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		return &StreamError{Message: "unreadable error object"}
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, false
 	}
-	var v any
-	switch where {
-	case errTopLevel:
-		v = m["error"]
-		if v == nil {
-			v = m // Anthropic-style {"type":"error", ...} without an error member
-		}
-	case errResponsesEvent:
-		if e, ok := m["error"]; ok && e != nil {
-			v = e
-		} else {
-			e := errorFromMap(m)
-			e.Type = ""
-			return e
-		}
-	case errResponseFailed:
-		if r, ok := m["response"].(map[string]any); ok {
-			v = r["error"]
-		}
-		if v == nil {
-			return &StreamError{Message: "response failed"}
-		}
-	case errXGroq:
-		if x, ok := m["x_groq"].(map[string]any); ok {
-			v = x["error"]
-		}
+	return m, true
+}
+
+// unreadableError is the StreamError of an error event whose JSON cannot be
+// read.
+func unreadableError() *StreamError { return &StreamError{Message: "unreadable error object"} }
+
+// topLevelError reads the most common shape, {"error": {...}} or
+// {"error": "text"}; an object without an "error" member is read as the
+// error itself (Anthropic's {"type": "error", ...}).
+func topLevelError(data []byte) *StreamError {
+	m, ok := eventObject(data)
+	if !ok {
+		return unreadableError()
 	}
+	if v := m["error"]; v != nil {
+		return errorFromValue(v)
+	}
+	return errorFromMap(m)
+}
+
+// errorFromValue reads an error value: an object's type, code and message,
+// a string as the message, anything else as its JSON text.
+func errorFromValue(v any) *StreamError {
 	switch e := v.(type) {
 	case map[string]any:
 		return errorFromMap(e)
@@ -318,65 +308,4 @@ func errorFromMap(m map[string]any) *StreamError {
 		return ""
 	}
 	return &StreamError{Type: str("type"), Code: str("code"), Message: str("message")}
-}
-
-// usageShape names the members of a provider's usage object: the counts at
-// its top level, the reasoning count inside the object that breaks the
-// output count down, and the cached count inside the one that breaks the
-// input count down.
-type usageShape struct {
-	names      []string // top-level counts, read into indices 0 … len(names)−1 (< usReasoning)
-	outDetails string   // the breakdown of the output count, e.g. "completion_tokens_details"
-	reasoning  []string // the one reasoning count inside outDetails, read into index usReasoning
-	inDetails  string   // the breakdown of the input count, e.g. "prompt_tokens_details"
-	cached     []string // the one cached count inside inDetails, read into index usCached
-}
-
-// The indices of a usage object's counts read from its breakdowns (see
-// usageShape); its top-level counts come first.
-const (
-	usReasoning = jsonscan.MaxInts - 2
-	usCached    = jsonscan.MaxInts - 1
-)
-
-// walkUsage reads a usage object of shape s at i into u (reset first): the
-// counts named at its top level, the reasoning count of its output details
-// at usReasoning and the cached count of its input details at usCached.
-// Any other value is skipped and leaves u empty. As everywhere, the last
-// member of a name wins.
-func walkUsage(j *jsonscan.Scanner, i, depth int, s *usageShape, u *jsonscan.Ints) (int, bool) {
-	*u = jsonscan.Ints{}
-	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
-		for n, name := range s.names {
-			if string(k) == name {
-				next, v, isInt, ok := j.Int(i, depth+1)
-				u.Val[n], u.Has[n] = v, isInt
-				return next, ok
-			}
-		}
-		var d jsonscan.Ints
-		switch {
-		case s.outDetails != "" && string(k) == s.outDetails:
-			i, ok := j.Ints(i, depth+1, s.reasoning, &d)
-			u.Val[usReasoning], u.Has[usReasoning] = d.Val[0], d.Has[0]
-			return i, ok
-		case s.inDetails != "" && string(k) == s.inDetails:
-			i, ok := j.Ints(i, depth+1, s.cached, &d)
-			u.Val[usCached], u.Has[usCached] = d.Val[0], d.Has[0]
-			return i, ok
-		}
-		return j.Skip(i, depth+1)
-	})
-}
-
-// walkUsageHolder reads a value that may be an object with a "usage" member
-// (the Responses API's "response", Anthropic's "message") into u.
-func walkUsageHolder(j *jsonscan.Scanner, i, depth int, s *usageShape, u *jsonscan.Ints) (int, bool) {
-	*u = jsonscan.Ints{}
-	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
-		if string(k) == "usage" {
-			return walkUsage(j, i, depth+1, s, u)
-		}
-		return j.Skip(i, depth+1)
-	})
 }

@@ -157,18 +157,43 @@ func refObject(data []byte) (map[string]any, bool) {
 
 // refUsage is the reference for walkUsage.
 func refUsage(v any, s *usageShape) jsonscan.Ints {
-	u := refInts(v, s.names)
-	if m, ok := v.(map[string]any); ok {
-		if s.outDetails != "" {
-			d := refInts(m[s.outDetails], s.reasoning)
-			u.Has[usReasoning], u.Val[usReasoning] = d.Has[0], d.Val[0]
-		}
-		if s.inDetails != "" {
-			d := refInts(m[s.inDetails], s.cached)
-			u.Has[usCached], u.Val[usCached] = d.Has[0], d.Val[0]
+	var u jsonscan.Ints
+	refShape(v, s, &u)
+	return u
+}
+
+// refShape reads the counts s declares in v into u.
+func refShape(v any, s *usageShape, u *jsonscan.Ints) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	for _, c := range s.counts {
+		if x, present := m[c.name]; present {
+			u.Has[c.idx], u.Val[c.idx] = refCount(x)
 		}
 	}
-	return u
+	for _, n := range s.nested {
+		if x, present := m[n.name]; present {
+			for _, idx := range n.shape.indices(nil) {
+				u.Has[idx], u.Val[idx] = false, 0
+			}
+			refShape(x, n.shape, u)
+		}
+	}
+}
+
+// refCount reads a count as jsonscan does: a non-negative JSON integer
+// that fits an int.
+func refCount(v any) (bool, int) {
+	n, ok := v.(json.Number)
+	if !ok || strings.ContainsAny(n.String(), "-.eE") {
+		return false, 0
+	}
+	if x, err := strconv.ParseInt(n.String(), 10, strconv.IntSize); err == nil {
+		return true, int(x)
+	}
+	return false, 0
 }
 
 // refInts is the reference for jsonscan.Scanner.Ints.

@@ -1,6 +1,7 @@
 package llmmetrics
 
 import (
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -11,7 +12,7 @@ import (
 type endpoint struct {
 	proto         Protocol
 	op            attribute.KeyValue // gen_ai.operation.name; invalid when unknown
-	geminiStream  bool               // …:streamGenerateContent
+	array         bool               // a JSON answer is a stream of values in an array (pathRule.array)
 	streamOptions bool               // OpenAI chat completions or completions: stream_options applies
 	pathModel     string             // Gemini's /models/{model}:…, Azure's /deployments/{name}/…
 }
@@ -24,6 +25,33 @@ var (
 	opEmbeddings     = semconv.GenAIOperationNameEmbeddings
 )
 
+// pathEntry is one protocol's path rule, in the order classifyPath tries
+// them.
+type pathEntry struct {
+	proto Protocol
+	rule  pathRule
+}
+
+// allPaths holds every protocol's path rules, longest suffix first, so
+// that of two suffixes that both match ("/completions" and
+// "/chat/completions", "/embeddings" and "/api/embeddings") the longer,
+// more specific one wins whatever the order of the table.
+var allPaths []pathEntry
+
+// initPaths builds allPaths and ndjsonProtocol from the protocol table.
+func initPaths() {
+	allPaths = allPaths[:0]
+	for p, s := range protocolSpecs {
+		for _, r := range s.paths {
+			allPaths = append(allPaths, pathEntry{Protocol(p), r})
+		}
+		if s.ndjson {
+			ndjsonProtocol = Protocol(p)
+		}
+	}
+	slices.SortStableFunc(allPaths, func(a, b pathEntry) int { return len(b.rule.suffix) - len(a.rule.suffix) })
+}
+
 // classifyPath reads the protocol, the operation and a model name from a
 // URL path; see detectProtocol.
 func classifyPath(path string) endpoint {
@@ -31,57 +59,18 @@ func classifyPath(path string) endpoint {
 		path = path[:i]
 	}
 	path = strings.TrimRight(path, "/")
-	var ep endpoint
-	switch {
-	case strings.HasSuffix(path, "/chat/completions"):
-		ep = endpoint{proto: ProtocolOpenAI, op: opChat, streamOptions: true}
-	case strings.HasSuffix(path, "/completions"):
-		ep = endpoint{proto: ProtocolOpenAI, op: opTextCompletion, streamOptions: true}
-	case strings.HasSuffix(path, "/responses"):
-		ep = endpoint{proto: ProtocolOpenAI, op: opChat}
-	case strings.HasSuffix(path, "/embeddings") && !strings.HasSuffix(path, "/api/embeddings"):
-		ep = endpoint{proto: ProtocolOpenAI, op: opEmbeddings}
-	case strings.HasSuffix(path, "/messages"):
-		ep = endpoint{proto: ProtocolAnthropic, op: opChat}
-	case strings.HasSuffix(path, ":streamGenerateContent"):
-		ep = endpoint{proto: ProtocolGemini, op: opGenerate, geminiStream: true}
-	case strings.HasSuffix(path, ":generateContent"):
-		ep = endpoint{proto: ProtocolGemini, op: opGenerate}
-	case strings.HasSuffix(path, ":embedContent"), strings.HasSuffix(path, ":batchEmbedContents"):
-		ep = endpoint{proto: ProtocolGemini, op: opEmbeddings}
-	case strings.HasSuffix(path, "/api/chat"):
-		ep = endpoint{proto: ProtocolOllama, op: opChat}
-	case strings.HasSuffix(path, "/api/generate"):
-		ep = endpoint{proto: ProtocolOllama, op: opTextCompletion}
-	case strings.HasSuffix(path, "/api/embed"), strings.HasSuffix(path, "/api/embeddings"):
-		ep = endpoint{proto: ProtocolOllama, op: opEmbeddings}
-	default:
-		return endpoint{}
-	}
-	switch {
-	case ep.proto == ProtocolGemini:
-		// …/models/{model}:method (Gemini API and Vertex AI).
-		if i := strings.LastIndex(path, "/models/"); i >= 0 {
-			m := path[i+len("/models/"):]
-			if j := strings.LastIndexByte(m, ':'); j >= 0 {
-				ep.pathModel = m[:j]
-			}
+	for _, e := range allPaths {
+		if !strings.HasSuffix(path, e.rule.suffix) {
+			continue
 		}
-	case ep.proto == ProtocolOpenAI:
-		// Azure OpenAI: /openai/deployments/{deployment}/chat/completions.
-		if i := strings.Index(path, "/deployments/"); i >= 0 {
-			m := path[i+len("/deployments/"):]
-			if j := strings.IndexByte(m, '/'); j > 0 {
-				ep.pathModel = m[:j]
-			}
+		ep := endpoint{proto: e.proto, op: e.rule.op, array: e.rule.array, streamOptions: e.rule.streamOptions}
+		if f := e.proto.spec().pathModel; f != nil {
+			ep.pathModel = f(path)
 		}
+		return ep
 	}
-	return ep
+	return endpoint{}
 }
-
-// provOllama is Ollama's gen_ai.provider.name: not one of the well-known
-// values of semconv v1.41.0, which allows others.
-var provOllama = semconv.GenAIProviderNameKey.String("ollama")
 
 var hostProviders = map[string]attribute.KeyValue{
 	"api.openai.com":                    semconv.GenAIProviderNameOpenAI,
@@ -125,15 +114,8 @@ func providerOf(host string, p Protocol) attribute.KeyValue {
 	case strings.HasPrefix(host, "bedrock-runtime.") && strings.HasSuffix(host, ".amazonaws.com"):
 		return semconv.GenAIProviderNameAWSBedrock
 	}
-	switch p {
-	case ProtocolOpenAI:
-		return semconv.GenAIProviderNameOpenAI
-	case ProtocolAnthropic:
-		return semconv.GenAIProviderNameAnthropic
-	case ProtocolGemini:
-		return semconv.GenAIProviderNameGCPGemini
-	case ProtocolOllama:
-		return provOllama
+	if s := p.spec(); s != nil {
+		return s.provider
 	}
 	return attribute.KeyValue{}
 }

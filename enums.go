@@ -2,17 +2,17 @@ package llmmetrics
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 )
 
-// The enums of the package: side, Protocol and Latency (Outcome lives with
-// Record, in record.go). Latency and Outcome encode as a lower-case name and
-// decode that name in any case.
+// The enums of the package: side and Latency (Protocol lives with the
+// protocol table, in protocol.go; Outcome with Record, in record.go).
+// Latency and Outcome encode as a lower-case name and decode that name in
+// any case.
 
 // parseName returns the index of b in names, compared case-insensitively:
-// the one rule for the text form of every enum of this package (Outcome,
-// Latency, Protocol), which encode in lower case.
+// the one rule for the text form of the enums of this package that decode
+// (Outcome, Latency), which encode in lower case.
 func parseName(b []byte, names []string) (int, bool) {
 	for i, n := range names {
 		if strings.EqualFold(string(b), n) {
@@ -45,53 +45,6 @@ func (r side) String() string {
 		return roleNames[r]
 	}
 	return fmt.Sprintf("side(%d)", uint8(r))
-}
-
-// Protocol is the wire format of an LLM answer, which decides the Decoder
-// that measures it. The zero value is ProtocolUnknown.
-type Protocol uint8
-
-const (
-	// ProtocolUnknown: nothing told the format. Its decoder sniffs the
-	// body: a body that starts with '{' or '[' is a JSON answer
-	// (ProtocolJSON); else the first events of a server-sent event stream
-	// are looked at ("choices" or a "response.*" type: OpenAI;
-	// "message_start": Anthropic; "candidates": Gemini). When they tell
-	// nothing, the stream gives no frames: only the outcome and E2EL are
-	// measured.
-	ProtocolUnknown Protocol = iota
-	// ProtocolOpenAI: an OpenAI-compatible SSE stream (chat completions,
-	// completions, the Responses API).
-	ProtocolOpenAI
-	// ProtocolAnthropic: an Anthropic Messages SSE stream.
-	ProtocolAnthropic
-	// ProtocolGemini: a Gemini streamGenerateContent stream, as SSE
-	// (alt=sse) or as a JSON array of responses (without alt=sse).
-	ProtocolGemini
-	// ProtocolOllama: an Ollama NDJSON stream (/api/chat, /api/generate).
-	ProtocolOllama
-	// ProtocolJSON: one non-streaming JSON answer of any provider;
-	// its usage only (no TTFT, TPOT or ITL).
-	ProtocolJSON
-)
-
-var protocolNames = [...]string{
-	ProtocolUnknown:   "unknown",
-	ProtocolOpenAI:    "openai",
-	ProtocolAnthropic: "anthropic",
-	ProtocolGemini:    "gemini",
-	ProtocolOllama:    "ollama",
-	ProtocolJSON:      "json",
-}
-
-func (p Protocol) valid() bool { return int(p) < len(protocolNames) }
-
-// String returns the protocol's lower-case name ("openai", "json", …).
-func (p Protocol) String() string {
-	if int(p) < len(protocolNames) {
-		return protocolNames[p]
-	}
-	return "Protocol(" + strconv.Itoa(int(p)) + ")"
 }
 
 // Latency names one of the latency distributions of a Summary:

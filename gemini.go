@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
 // This file holds the Gemini protocol (the Gemini API and Vertex AI
@@ -16,6 +18,35 @@ import (
 // Part, GenerateContentResponseUsageMetadata, GenerateContentResponsePromptFeedback)
 // and the recorded streams in FirebaseExtended/vertexai-sdk-test-data
 // mock-responses/googleai (testdata/gemini, notes in their headers).
+
+// geminiSpec is ProtocolGemini's row of the protocol table: the Gemini API
+// and Vertex AI.
+var geminiSpec = protocolSpec{
+	name:     "gemini",
+	decoder:  func(opts []DecoderOption) Decoder { return &geminiAutoDecoder{opts: opts} },
+	provider: semconv.GenAIProviderNameGCPGemini,
+	paths: []pathRule{
+		{suffix: ":streamGenerateContent", op: opGenerate, array: true},
+		{suffix: ":generateContent", op: opGenerate},
+		{suffix: ":embedContent", op: opEmbeddings},
+		{suffix: ":batchEmbedContents", op: opEmbeddings},
+	},
+	pathModel: geminiPathModel,
+	sse:       true,
+	sniff:     sniffRule{members: []string{"candidates", "usageMetadata"}},
+}
+
+// geminiPathModel reads the model of a Gemini API or Vertex AI path,
+// …/models/{model}:method.
+func geminiPathModel(path string) string {
+	if i := strings.LastIndex(path, "/models/"); i >= 0 {
+		m := path[i+len("/models/"):]
+		if j := strings.LastIndexByte(m, ':'); j >= 0 {
+			return m[:j]
+		}
+	}
+	return ""
+}
 
 // newGeminiDecoder returns a Decoder for one Gemini
 // streamGenerateContent?alt=sse stream (the Gemini API and Vertex AI; the
@@ -158,7 +189,7 @@ func geminiError(data []byte) *StreamError {
 			return se
 		}
 	}
-	return parseStreamError(data, errTopLevel)
+	return topLevelError(data)
 }
 
 // geminiBlocked reads the blockReason of a blocked prompt.

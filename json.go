@@ -10,6 +10,13 @@ import (
 // This file holds the decoder of non-streaming JSON answers: it reads the
 // usage object on the side while the caller reads the body.
 
+// jsonSpec is ProtocolJSON's row of the protocol table: one non-streaming
+// answer of any protocol, chosen by its Content-Type, not by a path.
+var jsonSpec = protocolSpec{
+	name:    "json",
+	decoder: func(opts []DecoderOption) Decoder { return newUsageDecoder(opts...) },
+}
+
 // newUsageDecoder returns a Decoder for one non-streaming JSON answer (a
 // response with Content-Type application/json): it finds the token counts
 // in the answer and reports them in one Frame, with HasUsage and Done, when

@@ -21,17 +21,24 @@ func TestRoleString(t *testing.T) {
 	assert.Equal(t, "side(2)", side(2).String())
 }
 
-// TestProtocolString: every Protocol names itself in lower case.
+// TestProtocolString: every Protocol of the table names itself in lower
+// case, and no two share a name.
 func TestProtocolString(t *testing.T) {
-	want := map[Protocol]string{
-		ProtocolUnknown: "unknown", ProtocolOpenAI: "openai", ProtocolAnthropic: "anthropic",
-		ProtocolGemini: "gemini", ProtocolOllama: "ollama", ProtocolJSON: "json",
+	seen := map[string]Protocol{}
+	for p := range protocolCount {
+		name := p.String()
+		require.NotNil(t, p.spec(), "protocol %d has no row in protocolSpecs", p)
+		assert.Regexp(t, `^[a-z][a-z0-9]*$`, name, "protocol %d", p)
+		if q, dup := seen[name]; dup {
+			t.Errorf("protocols %d and %d are both named %q", q, p, name)
+		}
+		seen[name] = p
 	}
-	require.Len(t, want, len(protocolNames), "a new Protocol needs a row here")
-	for p, name := range want {
-		assert.Equal(t, name, p.String())
-	}
+	assert.Equal(t, "unknown", ProtocolUnknown.String())
+	assert.Equal(t, "openai", ProtocolOpenAI.String())
+	assert.Equal(t, "json", ProtocolJSON.String())
 	assert.Equal(t, "Protocol(200)", Protocol(200).String())
+	assert.Nil(t, Protocol(200).NewDecoder())
 }
 
 // TestErrStopped: errStopped is a plain error that wraps context.Canceled,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
 // This file holds the framing of newline-delimited JSON (one JSON text a
@@ -119,6 +120,22 @@ func (d *ndjsonDecoder) tooLarge() {
 	d.report(fmt.Errorf("%w: %s line larger than %d bytes; decoding of this stream stopped", errFrameTooLarge, d.name, d.max))
 }
 
+// ollamaSpec is ProtocolOllama's row of the protocol table. Its provider
+// name is not one of the well-known values of semconv v1.41.0, which
+// allows others.
+var ollamaSpec = protocolSpec{
+	name:     "ollama",
+	decoder:  func(opts []DecoderOption) Decoder { return newOllamaDecoder(opts...) },
+	provider: semconv.GenAIProviderNameKey.String("ollama"),
+	paths: []pathRule{
+		{suffix: "/api/chat", op: opChat},
+		{suffix: "/api/generate", op: opTextCompletion},
+		{suffix: "/api/embed", op: opEmbeddings},
+		{suffix: "/api/embeddings", op: opEmbeddings},
+	},
+	ndjson: true,
+}
+
 // newOllamaDecoder returns a Decoder for one Ollama native stream:
 // /api/chat and /api/generate answer application/x-ndjson, one JSON object a
 // line (ollama/ollama api/types.go ChatResponse and GenerateResponse,
@@ -197,7 +214,7 @@ func (f *ollamaFacts) frame(line []byte) Frame {
 	if f.err {
 		// Tokens beside the error still arrived: they count, as in every
 		// decoder.
-		fr.Err = parseStreamError(line, errTopLevel)
+		fr.Err = topLevelError(line)
 	}
 	return fr
 }

@@ -2,9 +2,42 @@ package llmmetrics
 
 import (
 	"bytes"
+	"strings"
+
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 )
+
+// openAISpec is ProtocolOpenAI's row of the protocol table: the
+// OpenAI-compatible APIs of OpenAI, Azure OpenAI, vLLM, SGLang, TGI,
+// llama.cpp, Groq, xAI, DeepSeek, Mistral, OpenRouter and others.
+var openAISpec = protocolSpec{
+	name:     "openai",
+	decoder:  func(opts []DecoderOption) Decoder { return newOpenAIDecoder(opts...) },
+	provider: semconv.GenAIProviderNameOpenAI, // the convention's advice for OpenAI-compatible servers
+	paths: []pathRule{
+		{suffix: "/chat/completions", op: opChat, streamOptions: true},
+		{suffix: "/completions", op: opTextCompletion, streamOptions: true},
+		{suffix: "/responses", op: opChat},
+		{suffix: "/embeddings", op: opEmbeddings},
+	},
+	pathModel: azureDeployment,
+	sse:       true,
+	sniff:     sniffRule{members: []string{"choices"}, typePrefix: "response.", done: true},
+}
+
+// azureDeployment reads the deployment name of an Azure OpenAI path,
+// /openai/deployments/{deployment}/chat/completions, as the model.
+func azureDeployment(path string) string {
+	if i := strings.Index(path, "/deployments/"); i >= 0 {
+		m := path[i+len("/deployments/"):]
+		if j := strings.IndexByte(m, '/'); j > 0 {
+			return m[:j]
+		}
+	}
+	return ""
+}
 
 // newOpenAIDecoder returns a Decoder for one OpenAI-compatible SSE stream.
 // It understands:
@@ -118,15 +151,59 @@ func (o *openAIInterp) frame(f *openAIFacts, data []byte) (Frame, error) {
 	}
 	switch {
 	case f.err:
-		fr.Err = parseStreamError(data, errTopLevel)
+		fr.Err = topLevelError(data)
 	case f.typ == oaiError:
-		fr.Err = parseStreamError(data, errResponsesEvent)
+		fr.Err = responsesEventError(data)
 	case f.typ == oaiRespFailed:
-		fr.Err = parseStreamError(data, errResponseFailed)
+		fr.Err = responseFailedError(data)
 	case f.groqErr:
-		fr.Err = parseStreamError(data, errXGroq)
+		fr.Err = groqError(data)
 	}
 	return fr, nil
+}
+
+// Stream errors, read on the rare path with encoding/json.
+
+// responsesEventError reads a Responses API "error" event:
+// {"type":"error","code":…,"message":…}, or the same with a nested "error"
+// object.
+func responsesEventError(data []byte) *StreamError {
+	m, ok := eventObject(data)
+	if !ok {
+		return unreadableError()
+	}
+	if e, ok := m["error"]; ok && e != nil {
+		return errorFromValue(e)
+	}
+	e := errorFromMap(m)
+	e.Type = "" // the event's own type, "error"
+	return e
+}
+
+// responseFailedError reads a "response.failed" event:
+// {"type":"response.failed","response":{"error":{…}}}.
+func responseFailedError(data []byte) *StreamError {
+	m, ok := eventObject(data)
+	if !ok {
+		return unreadableError()
+	}
+	if r, ok := m["response"].(map[string]any); ok && r["error"] != nil {
+		return errorFromValue(r["error"])
+	}
+	return &StreamError{Message: "response failed"}
+}
+
+// groqError reads Groq's {"x_groq":{"error":"text"}}.
+func groqError(data []byte) *StreamError {
+	m, ok := eventObject(data)
+	if !ok {
+		return unreadableError()
+	}
+	var v any
+	if x, ok := m["x_groq"].(map[string]any); ok {
+		v = x["error"]
+	}
+	return errorFromValue(v)
 }
 
 // chunk fills fr from a chat or completions chunk.
@@ -171,20 +248,17 @@ const (
 // prompt_tokens), and the Responses API's input_tokens_details.cached_tokens
 // (openai-go ResponseUsageInputTokensDetails).
 var (
-	oaiChatUsage = usageShape{
-		names:      []string{usIn: "prompt_tokens", usOut: "completion_tokens", usTotal: "total_tokens", usCacheHit: "prompt_cache_hit_tokens"},
-		outDetails: "completion_tokens_details",
-		reasoning:  []string{"reasoning_tokens"},
-		inDetails:  "prompt_tokens_details",
-		cached:     []string{"cached_tokens"},
-	}
-	oaiRespUsage = usageShape{
-		names:      []string{usIn: "input_tokens", usOut: "output_tokens", usTotal: "total_tokens"},
-		outDetails: "output_tokens_details",
-		reasoning:  []string{"reasoning_tokens"},
-		inDetails:  "input_tokens_details",
-		cached:     []string{"cached_tokens"},
-	}
+	oaiChatUsage = shape(
+		[]usageCount{count("prompt_tokens", usIn), count("completion_tokens", usOut), count("total_tokens", usTotal),
+			count("prompt_cache_hit_tokens", usCacheHit)},
+		nest("completion_tokens_details", count("reasoning_tokens", usReasoning)),
+		nest("prompt_tokens_details", count("cached_tokens", usCached)),
+	)
+	oaiRespUsage = shape(
+		[]usageCount{count("input_tokens", usIn), count("output_tokens", usOut), count("total_tokens", usTotal)},
+		nest("output_tokens_details", count("reasoning_tokens", usReasoning)),
+		nest("input_tokens_details", count("cached_tokens", usCached)),
+	)
 )
 
 // usage is what a usage object says, in Frame's terms.
@@ -284,7 +358,7 @@ func walkOpenAI(j *jsonscan.Scanner, i int, f *openAIFacts) (int, bool) {
 		case "choices":
 			return walkChoices(j, i, 1, f)
 		case "usage":
-			return walkUsage(j, i, 1, &oaiChatUsage, &f.usage)
+			return walkUsage(j, i, 1, oaiChatUsage, &f.usage)
 		case "x_groq":
 			return walkXGroq(j, i, 1, f)
 		case "error":
@@ -302,7 +376,7 @@ func walkOpenAI(j *jsonscan.Scanner, i int, f *openAIFacts) (int, bool) {
 			next, f.deltaStr, ok = j.NonEmptyString(i, 1)
 			return next, ok
 		case "response":
-			return walkUsageHolder(j, i, 1, &oaiRespUsage, &f.respUsage)
+			return walkUsageHolder(j, i, 1, oaiRespUsage, &f.respUsage)
 		}
 		return j.Skip(i, 1)
 	})
@@ -315,7 +389,7 @@ func walkXGroq(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) {
 	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
 		switch string(k) {
 		case "usage":
-			return walkUsage(j, i, depth+1, &oaiChatUsage, &f.groqUsage)
+			return walkUsage(j, i, depth+1, oaiChatUsage, &f.groqUsage)
 		case "error":
 			// Not NonEmptyString: the hot string (jsonscan.Cache) stays the
 			// delta text of the chunk.

@@ -31,9 +31,9 @@ func refOpenAIFacts(data []byte) (openAIFacts, bool) {
 			}
 		}
 	}
-	f.usage = refUsage(m["usage"], &oaiChatUsage)
+	f.usage = refUsage(m["usage"], oaiChatUsage)
 	if x, ok := m["x_groq"].(map[string]any); ok {
-		f.groqUsage = refUsage(x["usage"], &oaiChatUsage)
+		f.groqUsage = refUsage(x["usage"], oaiChatUsage)
 		s, _ := x["error"].(string)
 		f.groqErr = s != ""
 	}
@@ -47,7 +47,7 @@ func refOpenAIFacts(data []byte) (openAIFacts, bool) {
 		f.deltaStr = d != ""
 	}
 	if r, ok := m["response"].(map[string]any); ok {
-		f.respUsage = refUsage(r["usage"], &oaiRespUsage)
+		f.respUsage = refUsage(r["usage"], oaiRespUsage)
 	}
 	return f, true
 }

@@ -1,9 +1,127 @@
 package llmmetrics
 
-import "strings"
+import (
+	"strconv"
+	"strings"
 
-// How the HTTP integrations (NewTransport and Middleware in transport.go,
-// NewHandler in handler.go) choose the decoder of an answer.
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// This file holds the one table of wire protocols. Each protocol declares,
+// in its own file, a protocolSpec: its decoder, the request paths that speak
+// it, how its answers are framed, how its first event is recognised and the
+// provider it implies. Everything that chooses, recognises or names a
+// protocol (Protocol.NewDecoder and String, the HTTP integrations' choice of
+// decoder, the sniffing decoder, endpoint classification) reads that
+// declaration. CONTRIBUTING.md ("Adding a protocol") lists the steps.
+
+// Protocol is the wire format of an LLM answer, which decides the Decoder
+// that measures it. The zero value is ProtocolUnknown. docs/http.md shows
+// which request path and Content-Type choose each one.
+type Protocol uint8
+
+const (
+	// ProtocolUnknown: nothing told the format. Its decoder sniffs the
+	// body: a body that starts with '{' or '[' is a JSON answer
+	// (ProtocolJSON); else the first events of a server-sent event stream
+	// tell the protocol (docs/decoders.md). When they tell nothing, the
+	// stream gives no frames: only the outcome and E2EL are measured.
+	ProtocolUnknown Protocol = iota
+	// ProtocolOpenAI: an OpenAI-compatible SSE stream (chat completions,
+	// completions, the Responses API).
+	ProtocolOpenAI
+	// ProtocolAnthropic: an Anthropic Messages SSE stream.
+	ProtocolAnthropic
+	// ProtocolGemini: a Gemini streamGenerateContent stream, as SSE
+	// (alt=sse) or as a JSON array of responses (without alt=sse).
+	ProtocolGemini
+	// ProtocolOllama: an Ollama NDJSON stream (/api/chat, /api/generate).
+	ProtocolOllama
+	// ProtocolJSON: one non-streaming JSON answer of any provider;
+	// its usage only (no TTFT, TPOT or ITL).
+	ProtocolJSON
+
+	protocolCount // the number of protocols: keep last
+)
+
+// protocolSpecs is the table of protocols, by Protocol: one row each. It is
+// filled by init rather than in its declaration because the sniffing
+// decoder (ProtocolUnknown's) chooses among its rows.
+var protocolSpecs [protocolCount]*protocolSpec
+
+func init() {
+	protocolSpecs = [protocolCount]*protocolSpec{
+		ProtocolUnknown:   &unknownSpec,   // sniff.go
+		ProtocolOpenAI:    &openAISpec,    // openai.go
+		ProtocolAnthropic: &anthropicSpec, // anthropic.go
+		ProtocolGemini:    &geminiSpec,    // gemini.go
+		ProtocolOllama:    &ollamaSpec,    // ndjson.go
+		ProtocolJSON:      &jsonSpec,      // json.go
+	}
+	initPaths()
+	initSniff()
+}
+
+// protocolSpec declares one wire protocol.
+type protocolSpec struct {
+	// name is the protocol's lower-case name (Protocol.String).
+	name string
+	// decoder returns the Decoder of one answer; nil means no frames.
+	decoder func(opts []DecoderOption) Decoder
+	// provider is the gen_ai.provider.name of a request in this protocol
+	// to a host that does not name a provider of its own (providerOf);
+	// invalid when the protocol implies none.
+	provider attribute.KeyValue
+	// paths are the request paths that speak the protocol, matched by
+	// their suffix: of all protocols' paths, the longest suffix that
+	// matches wins.
+	paths []pathRule
+	// pathModel reads a model name from a request path of the protocol
+	// (Gemini's /models/{model}:…, Azure's /deployments/{name}/…); nil
+	// when its paths name none.
+	pathModel func(path string) string
+	// sse: a text/event-stream answer on one of the protocol's paths is
+	// decoded as this protocol (else it is sniffed).
+	sse bool
+	// ndjson: an application/x-ndjson answer, on any path, is this
+	// protocol's (one protocol at most).
+	ndjson bool
+	// sniff tells how the first events of an undecided event stream show
+	// this protocol (see sniff.go).
+	sniff sniffRule
+}
+
+// pathRule is one request path of a protocol.
+type pathRule struct {
+	// suffix is the end of the path ("/chat/completions").
+	suffix string
+	// op is the gen_ai.operation.name of a request to the path.
+	op attribute.KeyValue
+	// streamOptions: OpenAI's stream_options applies (WithIncludeUsage).
+	streamOptions bool
+	// array: an application/json answer on this path is a stream of
+	// values in one JSON array (Gemini's streamGenerateContent without
+	// alt=sse), read by the protocol's decoder, not ProtocolJSON's.
+	array bool
+}
+
+// spec returns p's row of the table, or nil for an invalid p.
+func (p Protocol) spec() *protocolSpec {
+	if int(p) < len(protocolSpecs) {
+		return protocolSpecs[p]
+	}
+	return nil
+}
+
+func (p Protocol) valid() bool { return int(p) < len(protocolSpecs) }
+
+// String returns the protocol's lower-case name ("openai", "json", …).
+func (p Protocol) String() string {
+	if s := p.spec(); s != nil {
+		return s.name
+	}
+	return "Protocol(" + strconv.Itoa(int(p)) + ")"
+}
 
 // NewDecoder returns a new Decoder for one answer in protocol p, built with
 // opts. ProtocolGemini's decoder takes its framing from the body's first
@@ -12,42 +130,21 @@ import "strings"
 // event stream. docs/decoders.md tells what each counts. An invalid p
 // gives nil (no frames: only the outcome and E2EL are measured).
 func (p Protocol) NewDecoder(opts ...DecoderOption) Decoder {
-	switch p {
-	case ProtocolOpenAI:
-		return newOpenAIDecoder(opts...)
-	case ProtocolAnthropic:
-		return newAnthropicDecoder(opts...)
-	case ProtocolGemini:
-		return &geminiAutoDecoder{opts: opts}
-	case ProtocolOllama:
-		return newOllamaDecoder(opts...)
-	case ProtocolJSON:
-		return newUsageDecoder(opts...)
-	case ProtocolUnknown:
-		return newSniffDecoder(opts)
+	if s := p.spec(); s != nil && s.decoder != nil {
+		return s.decoder(opts)
 	}
 	return nil
 }
 
 // detectProtocol chooses the protocol of an answer from the request's URL
-// path and the response's Content-Type, as NewTransport and Middleware do:
-//
-//	Content-Type              path                                              protocol
-//	text/event-stream         …/chat/completions, …/completions, …/responses    ProtocolOpenAI
-//	text/event-stream         …/messages                                        ProtocolAnthropic
-//	text/event-stream         …:streamGenerateContent                           ProtocolGemini
-//	text/event-stream         any other                                         ProtocolUnknown (sniffed)
-//	application/x-ndjson      any                                               ProtocolOllama
-//	application/json          …:streamGenerateContent (no alt=sse: an array)    ProtocolGemini
-//	application/json          any other                                         ProtocolJSON
-//	other or none             as the path says (…/api/chat, …/api/generate:     the path's protocol, else
-//	                          ProtocolOllama; the rows above)                   ProtocolUnknown
-//
-// NewTransport, Middleware and NewHandler add one rule that needs the
-// body: an answer of type text/plain or none (what a Go server sends when
-// its handler sets no type; NewHandler uses the type net/http sniffs) whose
-// first byte that is not white space is '{' or '[' is ProtocolJSON, unless
-// the path tells a stream of JSON values (Ollama, :streamGenerateContent).
+// path and the response's Content-Type, as NewTransport and Middleware do;
+// docs/http.md has the table of the choices, which TestHTTPDocsTable
+// checks against the protocol table. NewTransport, Middleware and
+// NewHandler add one rule that needs the body: an answer of type
+// text/plain or none (what a Go server sends when its handler sets no
+// type; NewHandler uses the type net/http sniffs) whose first byte that is
+// not white space is '{' or '[' is ProtocolJSON, unless the path tells a
+// stream of JSON values (an NDJSON protocol, a JSON array stream).
 //
 // Paths are matched by their suffix, so prefixes do not matter (Azure's
 // /openai/deployments/NAME/chat/completions, OpenRouter's
@@ -58,25 +155,35 @@ func detectProtocol(path, contentType string) Protocol {
 	return chooseProtocol(classifyPath(path), contentType)
 }
 
+// ndjsonProtocol is the protocol of an application/x-ndjson answer
+// (protocolSpec.ndjson), set by initPaths.
+var ndjsonProtocol Protocol
+
 // chooseProtocol applies the Content-Type rules of detectProtocol to the
 // endpoint ep (whose protocol may come from WithProtocol).
 func chooseProtocol(ep endpoint, contentType string) Protocol {
 	switch mediaTypeOf(contentType) {
 	case mediaSSE:
-		switch ep.proto {
-		case ProtocolOpenAI, ProtocolAnthropic, ProtocolGemini:
+		if s := ep.proto.spec(); s != nil && s.sse {
 			return ep.proto
 		}
 		return ProtocolUnknown
 	case mediaNDJSON:
-		return ProtocolOllama
+		return ndjsonProtocol
 	case mediaJSON:
-		if ep.geminiStream {
-			return ProtocolGemini
+		if ep.array {
+			return ep.proto
 		}
 		return ProtocolJSON
 	}
 	return ep.proto
+}
+
+// streamsValues reports whether an answer on ep that starts with '{' or '['
+// is a stream of JSON values (an NDJSON protocol's, a JSON array stream)
+// rather than one JSON answer.
+func (ep endpoint) streamsValues() bool {
+	return ep.array || ep.proto == ndjsonProtocol && ep.proto != ProtocolUnknown
 }
 
 type mediaType uint8

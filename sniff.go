@@ -13,12 +13,70 @@ const (
 	maxSniffBytes  = 64 << 10
 )
 
-var sniffSchema = jsonstream.NewSchema(
-	jsonstream.Field{Path: "type", MaxString: 32},
-	jsonstream.Field{Path: "choices"},
-	jsonstream.Field{Path: "candidates"},
-	jsonstream.Field{Path: "usageMetadata"},
-)
+// unknownSpec is ProtocolUnknown's row of the protocol table: its decoder
+// sniffs the body.
+var unknownSpec = protocolSpec{
+	name:    "unknown",
+	decoder: func(opts []DecoderOption) Decoder { return newSniffDecoder(opts) },
+}
+
+// sniffRule says how the first events of an event stream of unknown
+// protocol show a protocol: an event whose JSON object has one of the
+// members, or whose "type" (or SSE event name) is one of the types or
+// starts with typePrefix, or a [DONE] event. The protocols are tried in the
+// order of the protocol table; the first that matches is chosen.
+type sniffRule struct {
+	members    []string // top-level members ("choices")
+	types      []string // "type" values or event names ("message_start")
+	typePrefix string   // a "type" prefix ("response.")
+	done       bool     // a "data: [DONE]" event
+	memberIdx  []int    // the members' indices in sniffSchema (initSniff)
+}
+
+// sniffSchema reads "type" and every protocol's sniff members (initSniff).
+var sniffSchema *jsonstream.Schema
+
+// initSniff builds sniffSchema from the protocol table.
+func initSniff() {
+	fields := []jsonstream.Field{{Path: "type", MaxString: 32}}
+	index := map[string]int{}
+	for _, s := range protocolSpecs {
+		s.sniff.memberIdx = s.sniff.memberIdx[:0]
+		for _, m := range s.sniff.members {
+			i, ok := index[m]
+			if !ok {
+				i = len(fields)
+				index[m] = i
+				fields = append(fields, jsonstream.Field{Path: m})
+			}
+			s.sniff.memberIdx = append(s.sniff.memberIdx, i)
+		}
+	}
+	sniffSchema = jsonstream.NewSchema(fields...)
+}
+
+// matches reports whether an event (its name, its JSON object scanned by
+// s, or nil when it is [DONE]) shows the rule's protocol.
+func (r *sniffRule) matches(event []byte, s *jsonstream.Scanner, done bool) bool {
+	if done {
+		return r.done
+	}
+	for _, i := range r.memberIdx {
+		if s.Values[i].Kind != jsonstream.KindNone {
+			return true
+		}
+	}
+	typ := s.Values[0].Str
+	if r.typePrefix != "" && strings.HasPrefix(string(typ), r.typePrefix) {
+		return true
+	}
+	for _, t := range r.types {
+		if string(typ) == t || string(event) == t {
+			return true
+		}
+	}
+	return false
+}
 
 // sniffDecoder is ProtocolUnknown's decoder: it keeps the bytes until the
 // body tells its protocol, then gives them to that protocol's decoder, which
@@ -124,30 +182,23 @@ func (d *sniffDecoder) classify(event, data []byte) (Frame, error) {
 	if d.found != ProtocolUnknown {
 		return Frame{}, nil
 	}
-	if string(bytes.TrimSpace(data)) == "[DONE]" {
-		d.found = ProtocolOpenAI
-		return Frame{}, nil
+	done := string(bytes.TrimSpace(data)) == "[DONE]"
+	if !done {
+		if d.scan == nil {
+			d.scan = jsonstream.NewScanner(sniffSchema)
+		}
+		d.scan.Reset()
+		d.scan.Feed(data)
+		d.scan.Feed(space)
+		if !d.scan.Done() || d.scan.Root.Kind != jsonstream.KindObject {
+			return Frame{}, nil
+		}
 	}
-	if d.scan == nil {
-		d.scan = jsonstream.NewScanner(sniffSchema)
-	}
-	s := d.scan
-	s.Reset()
-	s.Feed(data)
-	s.Feed(space)
-	if !s.Done() || s.Root.Kind != jsonstream.KindObject {
-		return Frame{}, nil
-	}
-	typ := s.Values[0].Str
-	switch {
-	case s.Values[1].Kind != jsonstream.KindNone:
-		d.found = ProtocolOpenAI
-	case strings.HasPrefix(string(typ), "response."):
-		d.found = ProtocolOpenAI
-	case string(typ) == "message_start" || string(event) == "message_start":
-		d.found = ProtocolAnthropic
-	case s.Values[2].Kind != jsonstream.KindNone || s.Values[3].Kind != jsonstream.KindNone:
-		d.found = ProtocolGemini
+	for p, s := range protocolSpecs {
+		if s.sniff.matches(event, d.scan, done) {
+			d.found = Protocol(p)
+			break
+		}
 	}
 	return Frame{}, nil
 }

@@ -252,7 +252,7 @@ func (d *plainTextDecoder) Decode(p []byte, emit func(Frame)) {
 			return // white space: nothing told yet
 		}
 		proto := chooseProtocol(d.ep, "")
-		if (p[i] == '{' || p[i] == '[') && d.ep.proto != ProtocolOllama && !d.ep.geminiStream {
+		if (p[i] == '{' || p[i] == '[') && !d.ep.streamsValues() {
 			proto = ProtocolJSON
 		}
 		if d.real = proto.NewDecoder(); d.real == nil {

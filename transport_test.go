@@ -377,12 +377,12 @@ func TestIncludeUsageIsClientOnly(t *testing.T) {
 // TestWithProtocolValidates: every Protocol constant is taken, including
 // the last one; a value past the last is ignored (the path decides).
 func TestWithProtocolValidates(t *testing.T) {
-	for p := range Protocol(len(protocolNames)) {
+	for p := range protocolCount {
 		c := newTransportConfig([]TransportOption{WithProtocol(p)})
 		assert.True(t, c.hasProtocol, "%v", p)
 		assert.Equal(t, p, c.protocol)
 	}
-	c := newTransportConfig([]TransportOption{WithProtocol(Protocol(len(protocolNames)))})
+	c := newTransportConfig([]TransportOption{WithProtocol(protocolCount)})
 	assert.False(t, c.hasProtocol)
 }
 

@@ -1,0 +1,110 @@
+package llmmetrics
+
+import "github.com/llmmetrics/llmmetrics/internal/jsonscan"
+
+// This file holds the declared shape of a usage object and its walker:
+// each protocol declares where its usage keeps its counts (usageShape), and
+// walkUsage reads them into a jsonscan.Ints by index, without allocating.
+
+// usageShape declares the counts of a usage object: members of the object
+// read as counts, and member objects declared the same way (OpenAI's
+// completion_tokens_details, Cohere's tokens and billed_units), each count
+// landing at its own index of one jsonscan.Ints. As everywhere, the last
+// member of a name wins: a repeated nested object clears the counts it
+// declares before it is read.
+type usageShape struct {
+	counts []usageCount
+	nested []nestedUsage
+	// owned lists the indices the shape's nested objects fill, by nested
+	// object (ownIndices).
+	owned [][]int
+}
+
+// usageCount is one member read as a count: the count at index idx.
+type usageCount struct {
+	name string
+	idx  int
+}
+
+// nestedUsage is a member object whose counts the shape declares.
+type nestedUsage struct {
+	name  string
+	shape *usageShape
+}
+
+// The indices of an OpenAI-style usage object's counts read from its
+// breakdowns (oaiChatUsage, oaiRespUsage, anthUsage); its top-level counts
+// come first.
+const (
+	usReasoning = jsonscan.MaxInts - 2
+	usCached    = jsonscan.MaxInts - 1
+)
+
+// count declares a count member.
+func count(name string, idx int) usageCount { return usageCount{name, idx} }
+
+// shape builds a usageShape of counts and nested objects.
+func shape(counts []usageCount, nested ...nestedUsage) *usageShape {
+	s := &usageShape{counts: counts, nested: nested}
+	for _, n := range nested {
+		s.owned = append(s.owned, n.shape.indices(nil))
+	}
+	return s
+}
+
+// nest declares the member object name, read with its own counts.
+func nest(name string, counts ...usageCount) nestedUsage {
+	return nestedUsage{name, shape(counts)}
+}
+
+// indices appends every index s fills, nested ones included.
+func (s *usageShape) indices(to []int) []int {
+	for _, c := range s.counts {
+		to = append(to, c.idx)
+	}
+	for _, n := range s.nested {
+		to = n.shape.indices(to)
+	}
+	return to
+}
+
+// walkUsage reads a usage object of shape s at i into u (reset first). Any
+// value that is not an object is skipped and leaves u empty.
+func walkUsage(j *jsonscan.Scanner, i, depth int, s *usageShape, u *jsonscan.Ints) (int, bool) {
+	*u = jsonscan.Ints{}
+	return s.walk(j, i, depth, u)
+}
+
+// walk reads the object at i into u without resetting it.
+func (s *usageShape) walk(j *jsonscan.Scanner, i, depth int, u *jsonscan.Ints) (int, bool) {
+	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
+		for _, c := range s.counts {
+			if string(k) == c.name {
+				next, v, isInt, ok := j.Int(i, depth+1)
+				u.Val[c.idx], u.Has[c.idx] = v, isInt
+				return next, ok
+			}
+		}
+		for n, nu := range s.nested {
+			if string(k) == nu.name {
+				for _, idx := range s.owned[n] {
+					u.Val[idx], u.Has[idx] = 0, false
+				}
+				return nu.shape.walk(j, i, depth+1, u)
+			}
+		}
+		return j.Skip(i, depth+1)
+	})
+}
+
+// walkUsageHolder reads a value that may be an object with a "usage" member
+// (the Responses API's "response", Anthropic's "message") into u.
+func walkUsageHolder(j *jsonscan.Scanner, i, depth int, s *usageShape, u *jsonscan.Ints) (int, bool) {
+	*u = jsonscan.Ints{}
+	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
+		if string(k) == "usage" {
+			return walkUsage(j, i, depth+1, s, u)
+		}
+		return j.Skip(i, depth+1)
+	})
+}
