@@ -11,6 +11,7 @@ import (
 // anthropicSpec is ProtocolAnthropic's row of the protocol table.
 var anthropicSpec = protocolSpec{
 	name:     "anthropic",
+	title:    "Anthropic Messages",
 	decoder:  func(opts []DecoderOption) Decoder { return newAnthropicDecoder(opts...) },
 	provider: semconv.GenAIProviderNameAnthropic,
 	paths:    []pathRule{{suffix: "/messages", op: opChat}},

@@ -23,6 +23,7 @@ import (
 // and Vertex AI.
 var geminiSpec = protocolSpec{
 	name:     "gemini",
+	title:    "Gemini",
 	decoder:  func(opts []DecoderOption) Decoder { return &geminiAutoDecoder{opts: opts} },
 	provider: semconv.GenAIProviderNameGCPGemini,
 	paths: []pathRule{

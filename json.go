@@ -2,6 +2,7 @@ package llmmetrics
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonstream"
@@ -14,6 +15,7 @@ import (
 // answer of any protocol, chosen by its Content-Type, not by a path.
 var jsonSpec = protocolSpec{
 	name:    "json",
+	title:   "one JSON answer",
 	decoder: func(opts []DecoderOption) Decoder { return newUsageDecoder(opts...) },
 }
 
@@ -102,7 +104,10 @@ const (
 // maxErrorText bounds each text kept from an error object.
 const maxErrorText = 256
 
-var answerSchema = jsonstream.NewSchema(
+// answerFields are the members every JSON answer is scanned for: the usage
+// shapes of the built-in protocols that share them, and the error; each
+// protocol with an answer rule adds its own (initAnswers).
+var answerFields = []jsonstream.Field{
 	jsonstream.Field{Path: "usage"},
 	jsonstream.Field{Path: "usage.prompt_tokens"},
 	jsonstream.Field{Path: "usage.completion_tokens"},
@@ -134,7 +139,70 @@ var answerSchema = jsonstream.NewSchema(
 	jsonstream.Field{Path: "error.code", MaxString: 64},
 	jsonstream.Field{Path: "error.message", MaxString: maxErrorText},
 	jsonstream.Field{Path: "error.status", MaxString: 64},
-)
+}
+
+// answerSchema reads answerFields and the protocols' answer rules' fields
+// (initAnswers).
+var answerSchema *jsonstream.Schema
+
+// answerRule declares how a protocol's non-streaming JSON answer keeps a
+// usage that no built-in shape of this file reads: the members to capture
+// (paths from the top-level object, parents before children; a path
+// another rule or this file already captures is shared) and how their
+// values make the frame's usage. Rules are tried, in the order of the
+// protocol table, after this file's own shapes.
+type answerRule struct {
+	fields []jsonstream.Field
+	// read returns the usage a holds; its has is false when the answer
+	// has none of the protocol's counts.
+	read func(a answerValues) usage
+	// idx holds the schema index of each field (initAnswers).
+	idx []int
+}
+
+// answerValues gives an answer rule its captured values, indexed like its
+// fields.
+type answerValues struct {
+	v   []jsonstream.Value
+	idx []int
+}
+
+// has reports whether field k is a non-negative integer count.
+func (a answerValues) has(k int) bool { return a.v[a.idx[k]].IntOK }
+
+// get returns field k's count, or 0 when it has none.
+func (a answerValues) get(k int) int {
+	if v := &a.v[a.idx[k]]; v.IntOK {
+		return v.Int
+	}
+	return 0
+}
+
+// initAnswers builds answerSchema from answerFields and the answer rules
+// of the protocol table.
+func initAnswers() {
+	fields := slices.Clone(answerFields)
+	index := map[string]int{}
+	for i, f := range fields {
+		index[f.Path] = i
+	}
+	for _, s := range protocolSpecs {
+		if s.answer == nil {
+			continue
+		}
+		s.answer.idx = s.answer.idx[:0]
+		for _, f := range s.answer.fields {
+			i, ok := index[f.Path]
+			if !ok {
+				i = len(fields)
+				index[f.Path] = i
+				fields = append(fields, f)
+			}
+			s.answer.idx = append(s.answer.idx, i)
+		}
+	}
+	answerSchema = jsonstream.NewSchema(fields...)
+}
 
 var space = []byte{' '}
 
@@ -233,6 +301,16 @@ func (d *usageDecoder) frame() Frame {
 		// Ollama reports no cached count: prompt_eval_count is the prompt
 		// tokens it evaluated (a cached prompt prefix is left out).
 		f.HasUsage, f.InputTokens, f.OutputTokens = true, get(jPromptEvalCount), get(jEvalCount)
+	default:
+		for _, s := range protocolSpecs {
+			if s.answer == nil {
+				continue
+			}
+			if u := s.answer.read(answerValues{v, s.answer.idx}); u.has {
+				u.set(&f)
+				break
+			}
+		}
 	}
 	switch e := &v[jError]; e.Kind {
 	case jsonstream.KindNone, jsonstream.KindNull, jsonstream.KindFalse:

@@ -125,6 +125,7 @@ func (d *ndjsonDecoder) tooLarge() {
 // allows others.
 var ollamaSpec = protocolSpec{
 	name:     "ollama",
+	title:    "Ollama",
 	decoder:  func(opts []DecoderOption) Decoder { return newOllamaDecoder(opts...) },
 	provider: semconv.GenAIProviderNameKey.String("ollama"),
 	paths: []pathRule{

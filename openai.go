@@ -14,6 +14,7 @@ import (
 // llama.cpp, Groq, xAI, DeepSeek, Mistral, OpenRouter and others.
 var openAISpec = protocolSpec{
 	name:     "openai",
+	title:    "OpenAI-compatible",
 	decoder:  func(opts []DecoderOption) Decoder { return newOpenAIDecoder(opts...) },
 	provider: semconv.GenAIProviderNameOpenAI, // the convention's advice for OpenAI-compatible servers
 	paths: []pathRule{

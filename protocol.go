@@ -60,12 +60,14 @@ func init() {
 	}
 	initPaths()
 	initSniff()
+	initAnswers()
 }
 
 // protocolSpec declares one wire protocol.
 type protocolSpec struct {
-	// name is the protocol's lower-case name (Protocol.String).
-	name string
+	// name is the protocol's lower-case name (Protocol.String); title its
+	// name for people (docs/http.md's tables).
+	name, title string
 	// decoder returns the Decoder of one answer; nil means no frames.
 	decoder func(opts []DecoderOption) Decoder
 	// provider is the gen_ai.provider.name of a request in this protocol
@@ -89,6 +91,10 @@ type protocolSpec struct {
 	// sniff tells how the first events of an undecided event stream show
 	// this protocol (see sniff.go).
 	sniff sniffRule
+	// answer tells how ProtocolJSON's decoder reads the usage of the
+	// protocol's non-streaming answer, when no shape of json.go does; nil
+	// when one does.
+	answer *answerRule
 }
 
 // pathRule is one request path of a protocol.

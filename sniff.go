@@ -17,6 +17,7 @@ const (
 // sniffs the body.
 var unknownSpec = protocolSpec{
 	name:    "unknown",
+	title:   "sniffed",
 	decoder: func(opts []DecoderOption) Decoder { return newSniffDecoder(opts) },
 }
 

@@ -6,12 +6,13 @@
 #   scripts/check.sh --stress PKG...  go test -race -count=10 of PKG... while
 #                                     stress-ng --cpu 1 keeps one core busy
 #
-# Static checks: gofmt, go vet and staticcheck (pinned) on the three modules
-# (go vet also for Windows and 32-bit FreeBSD);
+# Static checks: gofmt (tracked and untracked files), go vet and staticcheck
+# (pinned) on the three modules (go vet also for Windows and 32-bit FreeBSD);
 # the library's dependency rule (its go.mod requires only OpenTelemetry and
 # testify, and it builds without the workspace); the root package imports the
-# OpenTelemetry API only; the exported-API count test, when it exists; every
-# relative Markdown link resolves; no internal issue numbers in code or docs.
+# OpenTelemetry API only; the exported-API count test, when it exists; the
+# command's copy of internal/jsonscan is the library's; every relative
+# Markdown link resolves; no internal issue numbers in code or docs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,9 +37,9 @@ stress() {
 }
 
 static() {
-  step "gofmt"
+  step "gofmt (tracked files and new ones not yet added)"
   local unformatted
-  unformatted=$(gofmt -l $(git ls-files '*.go'))
+  unformatted=$(git ls-files --cached --others --exclude-standard '*.go' | while read -r f; do [ -f "$f" ] && echo "$f"; done | xargs -r gofmt -l)
   [ -z "$unformatted" ] || fail "not gofmt-formatted: $unformatted"
 
   step "go vet"
