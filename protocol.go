@@ -40,6 +40,8 @@ const (
 	// ProtocolJSON: one non-streaming JSON answer of any provider;
 	// its usage only (no TTFT, TPOT or ITL).
 	ProtocolJSON
+	// ProtocolCohere: a Cohere v2 Chat SSE stream (/v2/chat).
+	ProtocolCohere
 
 	protocolCount // the number of protocols: keep last
 )
@@ -57,6 +59,7 @@ func init() {
 		ProtocolGemini:    &geminiSpec,    // gemini.go
 		ProtocolOllama:    &ollamaSpec,    // ndjson.go
 		ProtocolJSON:      &jsonSpec,      // json.go
+		ProtocolCohere:    &cohereSpec,    // cohere.go
 	}
 	initPaths()
 	initSniff()
