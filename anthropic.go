@@ -52,11 +52,23 @@ type anthropicInterp struct {
 	// The counts so far: the whole prompt, the output, and the prompt's
 	// cache-read and cache-creation parts.
 	in, out, read, written int
+	info                   answerInfo
 }
 
 func (a *anthropicInterp) interpret(_, data []byte) (Frame, error) {
-	f, _ := a.cache.Walk(&a.j, data, walkAnthropic)
-	return a.frame(f, data)
+	f, hit := a.cache.Walk(&a.j, data, walkAnthropic)
+	fr, err := a.frame(f, data)
+	if f != nil && !hit {
+		a.answer(f, data, &fr)
+	}
+	return fr, err
+}
+
+// answer puts on fr who answered (message_start's message names the model
+// and id) and why (message_delta's delta.stop_reason), see answerinfo.go.
+func (a *anthropicInterp) answer(f *anthropicFacts, data []byte, fr *Frame) {
+	a.info.note(fr, data, f.model, f.id)
+	a.info.finishOne(fr, data, f.delta.stopReason)
 }
 
 func (a *anthropicInterp) release() { a.cache.Reset() }
@@ -194,9 +206,11 @@ func classifyAnthropic(t []byte) anthKind {
 type anthropicFacts struct {
 	typ      anthKind      // top-level "type"
 	err      bool          // top-level "error" is present and not null
-	delta    anthDelta     // top-level "delta" object (content_block_delta)
+	delta    anthDelta     // top-level "delta" object (content_block_delta, message_delta)
 	usage    jsonscan.Ints // top-level "usage" (message_delta; anthUsage)
 	msgUsage jsonscan.Ints // "message": {"usage": ...} (message_start)
+	model    strSpan       // "message": {"model": ...} (message_start)
+	id       strSpan       // "message": {"id": ...}
 }
 
 // anthDelta is a content_block_delta's delta: its type, and which of its
@@ -204,6 +218,7 @@ type anthropicFacts struct {
 type anthDelta struct {
 	typ                         anthKind
 	text, thinking, partialJSON bool
+	stopReason                  strSpan // message_delta's stop_reason
 }
 
 // carries reports whether the delta's own text member (the one its type
@@ -234,9 +249,28 @@ func walkAnthropic(j *jsonscan.Scanner, i int, f *anthropicFacts) (int, bool) {
 		case "usage":
 			return walkUsage(j, i, 1, anthUsage, &f.usage)
 		case "message":
-			return walkUsageHolder(j, i, 1, anthUsage, &f.msgUsage)
+			return walkAnthropicMessage(j, i, 1, f)
 		}
 		return j.Skip(i, 1)
+	})
+}
+
+// walkAnthropicMessage reads message_start's "message" at i: its usage,
+// model and id.
+func walkAnthropicMessage(j *jsonscan.Scanner, i, depth int, f *anthropicFacts) (int, bool) {
+	f.msgUsage, f.model, f.id = jsonscan.Ints{}, strSpan{}, strSpan{}
+	return j.Members(i, depth, func(k []byte, i int) (next int, ok bool) {
+		switch string(k) {
+		case "usage":
+			return walkUsage(j, i, depth+1, anthUsage, &f.msgUsage)
+		case "model":
+			next, f.model, ok = readStr(j, i, depth+1)
+		case "id":
+			next, f.id, ok = readStr(j, i, depth+1)
+		default:
+			next, ok = j.Skip(i, depth+1)
+		}
+		return next, ok
 	})
 }
 
@@ -260,6 +294,8 @@ func walkAnthropicDelta(j *jsonscan.Scanner, k []byte, i, depth int, d *anthDelt
 		next, d.thinking, ok = j.NonEmptyString(i, depth)
 	case "partial_json":
 		next, d.partialJSON, ok = j.NonEmptyString(i, depth)
+	case "stop_reason":
+		next, d.stopReason, ok = readStr(j, i, depth)
 	default:
 		next, ok = j.Skip(i, depth)
 	}

@@ -8,12 +8,13 @@ import (
 
 // refAnthropicFacts is the reference for walkAnthropic, built on
 // encoding/json (see refOpenAIFacts).
-func refAnthropicFacts(data []byte) (anthropicFacts, bool) {
+func refAnthropicFacts(data []byte) (anthropicFacts, anthropicStrings, bool) {
 	m, ok := refObject(data)
 	if !ok {
-		return anthropicFacts{}, false
+		return anthropicFacts{}, anthropicStrings{}, false
 	}
 	var f anthropicFacts
+	var str anthropicStrings
 	if s, ok := m["type"].(string); ok {
 		f.typ = classifyAnthropic([]byte(s))
 	}
@@ -26,12 +27,24 @@ func refAnthropicFacts(data []byte) (anthropicFacts, bool) {
 		}
 		nonEmpty := func(k string) bool { s, _ := d[k].(string); return s != "" }
 		f.delta.text, f.delta.thinking, f.delta.partialJSON = nonEmpty("text"), nonEmpty("thinking"), nonEmpty("partial_json")
+		str.stopReason = refString(d["stop_reason"])
 	}
 	f.usage = refUsage(m["usage"], anthUsage)
 	if r, ok := m["message"].(map[string]any); ok {
 		f.msgUsage = refUsage(r["usage"], anthUsage)
+		str.model, str.id = refString(r["model"]), refString(r["id"])
 	}
-	return f, true
+	return f, str, true
+}
+
+// anthropicStrings is what the string spans of anthropicFacts hold.
+type anthropicStrings struct{ model, id, stopReason string }
+
+// stringsOf reads f's spans in data and clears them (see openAIFacts').
+func (f *anthropicFacts) stringsOf(data []byte) anthropicStrings {
+	s := anthropicStrings{spanText(data, f.model), spanText(data, f.id), spanText(data, f.delta.stopReason)}
+	f.model, f.id, f.delta.stopReason = strSpan{}, strSpan{}, strSpan{}
+	return s
 }
 
 func FuzzAnthropicDecoder(f *testing.F) {
@@ -67,11 +80,17 @@ func FuzzAnthropicFacts(f *testing.F) {
 		var j jsonscan.Scanner
 		var got anthropicFacts
 		ok := jsonscan.Walk(&j, data, &got, walkAnthropic)
-		want, refOK := refAnthropicFacts(data)
+		want, wantStr, refOK := refAnthropicFacts(data)
 		if ok != refOK {
 			t.Fatalf("scanner valid=%v, encoding/json valid=%v", ok, refOK)
 		}
-		if ok && got != want {
+		if !ok {
+			return
+		}
+		if gotStr := got.stringsOf(data); gotStr != wantStr {
+			t.Fatalf("strings differ\nscanner: %+v\nencoding/json: %+v", gotStr, wantStr)
+		}
+		if got != want {
 			t.Fatalf("facts differ\nscanner: %+v\nencoding/json: %+v", got, want)
 		}
 	})

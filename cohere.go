@@ -90,11 +90,24 @@ func newCohereDecoder(opts ...DecoderOption) Decoder {
 type cohereInterp struct {
 	j     jsonscan.Scanner
 	cache jsonscan.Cache[cohereFacts]
+	info  answerInfo
 }
 
 func (c *cohereInterp) interpret(_, data []byte) (Frame, error) {
-	f, _ := c.cache.Walk(&c.j, data, walkCohere)
-	return c.frame(f, data)
+	f, hit := c.cache.Walk(&c.j, data, walkCohere)
+	fr, err := c.frame(f, data)
+	if f != nil && !hit {
+		c.answer(f, data, &fr)
+	}
+	return fr, err
+}
+
+// answer puts on fr the answer's id (message-start's, also on message-end)
+// and its finish reason (message-end's delta.finish_reason); Cohere's stream
+// names no model. See answerinfo.go.
+func (c *cohereInterp) answer(f *cohereFacts, data []byte, fr *Frame) {
+	c.info.note(fr, data, strSpan{}, f.id)
+	c.info.finishOne(fr, data, f.finish)
 }
 
 func (c *cohereInterp) release() { c.cache.Reset() }
@@ -191,6 +204,8 @@ type cohereFacts struct {
 	failed   bool          // delta.finish_reason is ERROR or TIMEOUT
 	errText  bool          // delta.error is a non-empty string
 	usage    jsonscan.Ints // delta.usage (cohereUsage)
+	id       strSpan       // top-level "id"
+	finish   strSpan       // delta.finish_reason
 }
 
 // carries reports whether the event carries answer and reasoning tokens.
@@ -212,8 +227,11 @@ func walkCohere(j *jsonscan.Scanner, i int, f *cohereFacts) (int, bool) {
 			}
 			return next, ok
 		case "delta":
-			*f = cohereFacts{typ: f.typ}
+			*f = cohereFacts{typ: f.typ, id: f.id}
 			return j.Members(i, 1, func(k []byte, i int) (int, bool) { return walkCohereDelta(j, k, i, 2, f) })
+		case "id":
+			next, f.id, ok = readStr(j, i, 1)
+			return next, ok
 		}
 		return j.Skip(i, 1)
 	})
@@ -222,17 +240,21 @@ func walkCohere(j *jsonscan.Scanner, i int, f *cohereFacts) (int, bool) {
 // walkCohereDelta reads one member (named k, its value at i and depth) of
 // an event's delta.
 func walkCohereDelta(j *jsonscan.Scanner, k []byte, i, depth int, f *cohereFacts) (next int, ok bool) {
-	var t []byte
-	var isStr bool
 	switch string(k) {
 	case "message":
 		f.text, f.thinking, f.toolPlan, f.fnName, f.fnArgs = false, false, false, false, false
 		return j.Members(i, depth, func(k []byte, i int) (int, bool) { return walkCohereMessage(j, k, i, depth+1, f) })
 	case "finish_reason":
-		next, t, isStr, ok = j.StringValue(i, depth)
-		f.failed = isStr && (string(t) == "ERROR" || string(t) == "TIMEOUT")
+		next, f.finish, ok = readStr(j, i, depth)
+		f.failed = false
+		if r := f.finish; ok && r.end > r.start {
+			t := j.Text(int(r.start), int(r.end), r.esc)
+			f.failed = string(t) == "ERROR" || string(t) == "TIMEOUT"
+		}
 		return next, ok
 	case "error":
+		var t []byte
+		var isStr bool
 		next, t, isStr, ok = j.StringValue(i, depth)
 		f.errText = isStr && len(t) > 0
 		return next, ok

@@ -89,7 +89,8 @@ func TestCohereThroughTheOneLiners(t *testing.T) {
 func TestCohereJSONAnswer(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "json", "cohere_chat.json"))
 	require.NoError(t, err)
-	assert.Equal(t, []Frame{{HasUsage: true, InputTokens: 498, OutputTokens: 6, CachedInputTokens: 448, Done: true}}, jsonFrames(data))
+	assert.Equal(t, []Frame{{HasUsage: true, InputTokens: 498, OutputTokens: 6, CachedInputTokens: 448, Done: true,
+		ResponseID: "5f1a9c2e-7b3d-4e8a-9c61-2d4b8e0f3a17", FinishReasons: []string{"COMPLETE"}}}, jsonFrames(data))
 	for _, tc := range []struct {
 		name, in string
 		want     Frame
@@ -132,7 +133,7 @@ func TestCohereEvents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := otelErrors(t)
 			got := decodePieces(newCohereDecoder(), []byte("data: "+tc.data+"\n\n"))
-			assert.Equal(t, []frameView{tc.want}, got)
+			assert.Equal(t, []frameView{tc.want}, countsOnly(got))
 			assert.Empty(t, errs())
 		})
 	}
@@ -140,22 +141,24 @@ func TestCohereEvents(t *testing.T) {
 
 // refCohereFacts is the reference for walkCohere, built on encoding/json
 // (see refOpenAIFacts).
-func refCohereFacts(data []byte) (cohereFacts, bool) {
+func refCohereFacts(data []byte) (cohereFacts, [2]string, bool) {
 	m, ok := refObject(data)
 	if !ok {
-		return cohereFacts{}, false
+		return cohereFacts{}, [2]string{}, false
 	}
 	var f cohereFacts
+	str := [2]string{refString(m["id"])}
 	if s, _ := m["type"].(string); s == "message-end" {
 		f.typ = cohereMessageEnd
 	}
 	nonEmpty := func(m map[string]any, k string) bool { s, _ := m[k].(string); return s != "" }
 	d, ok := m["delta"].(map[string]any)
 	if !ok {
-		return f, true
+		return f, str, true
 	}
 	if r, ok := d["finish_reason"].(string); ok {
 		f.failed = r == "ERROR" || r == "TIMEOUT"
+		str[1] = r
 	}
 	f.errText = nonEmpty(d, "error")
 	f.usage = refUsage(d["usage"], cohereUsage)
@@ -170,7 +173,7 @@ func refCohereFacts(data []byte) (cohereFacts, bool) {
 			}
 		}
 	}
-	return f, true
+	return f, str, true
 }
 
 func FuzzCohereDecoder(f *testing.F) {
@@ -205,11 +208,19 @@ func FuzzCohereFacts(f *testing.F) {
 		var j jsonscan.Scanner
 		var got cohereFacts
 		ok := jsonscan.Walk(&j, data, &got, walkCohere)
-		want, refOK := refCohereFacts(data)
+		want, wantStr, refOK := refCohereFacts(data)
 		if ok != refOK {
 			t.Fatalf("scanner valid=%v, encoding/json valid=%v", ok, refOK)
 		}
-		if ok && got != want {
+		if !ok {
+			return
+		}
+		gotStr := [2]string{spanText(data, got.id), spanText(data, got.finish)}
+		got.id, got.finish = strSpan{}, strSpan{}
+		if gotStr != wantStr {
+			t.Fatalf("strings differ\nscanner: %q\nencoding/json: %q", gotStr, wantStr)
+		}
+		if got != want {
 			t.Fatalf("facts differ\nscanner: %+v\nencoding/json: %+v", got, want)
 		}
 	})
@@ -221,6 +232,11 @@ func newCohereTestDecoder(cache bool) *sseDecoder {
 	c := &cohereInterp{}
 	var scratch cohereFacts
 	return newSSE("cohere", interpretFunc(func(_, data []byte) (Frame, error) {
-		return c.frame(testWalk(&c.j, &c.cache, &scratch, data, walkCohere, cache, nil), data)
+		f, hit := testWalk(&c.j, &c.cache, &scratch, data, walkCohere, cache, nil)
+		fr, err := c.frame(f, data)
+		if f != nil && !hit {
+			c.answer(f, data, &fr)
+		}
+		return fr, err
 	}), nil)
 }

@@ -1,6 +1,7 @@
 package llmmetrics
 
 import (
+	"fmt"
 	"bytes"
 	"encoding/json"
 	"os"
@@ -153,6 +154,31 @@ func refObject(data []byte) (map[string]any, bool) {
 	}
 	m, ok := v.(map[string]any)
 	return m, ok
+}
+
+// spanText is a strSpan's text as the decoders read it: "" when it holds no
+// string or an empty one.
+func spanText(data []byte, s strSpan) string {
+	if !s.set() {
+		return ""
+	}
+	return s.text(data)
+}
+
+// refString is the reference for a strSpan: the value's text when it is a
+// string.
+func refString(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// finishTexts writes a finishList as "choice:reason" texts.
+func finishTexts(data []byte, l *finishList) []string {
+	var out []string
+	for _, f := range l.list[:l.n] {
+		out = append(out, fmt.Sprintf("%d:%s", f.choice, f.reason.text(data)))
+	}
+	return out
 }
 
 // refUsage is the reference for walkUsage.

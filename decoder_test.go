@@ -27,12 +27,15 @@ type frameView struct {
 	Err           string
 	Done          bool
 	streamErrType string // the StreamError's ErrorType: the error.type a Tracker records
+	Model, ID     string // Frame.ResponseModel, ResponseID
+	Finish        string // Frame.FinishReasons joined with ","
 }
 
 func view(f Frame) frameView {
 	v := frameView{Tokens: f.Tokens, Reasoning: f.Reasoning, HasUsage: f.HasUsage, HasInput: f.HasInput,
 		In: f.InputTokens, Out: f.OutputTokens, ReasoningOut: f.ReasoningTokens,
-		Cached: f.CachedInputTokens, CacheWrite: f.CacheWriteInputTokens, Done: f.Done}
+		Cached: f.CachedInputTokens, CacheWrite: f.CacheWriteInputTokens, Done: f.Done,
+		Model: f.ResponseModel, ID: f.ResponseID, Finish: strings.Join(f.FinishReasons, ",")}
 	if f.Err != nil {
 		v.Err = f.Err.Error()
 		var se *StreamError

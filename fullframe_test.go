@@ -53,6 +53,37 @@ func (v fullView) cached(n int) fullView {
 	return v
 }
 
+// answering returns v naming the model and id that answered.
+func (v fullView) answering(model, id string) fullView {
+	v.Model, v.ID = model, id
+	return v
+}
+
+// finish returns v with the finish reasons (joined with ",").
+func (v fullView) finish(reasons string) fullView {
+	v.Finish = reasons
+	return v
+}
+
+// countsOnly returns the views without who answered and why it ended, for
+// the tests of what frames count (answerinfo_test.go tests those).
+func countsOnly[V frameView | fullView](vs []V) []V {
+	if vs == nil {
+		return nil
+	}
+	out := make([]V, len(vs))
+	for i, v := range vs {
+		switch w := any(&v).(type) {
+		case *frameView:
+			w.Model, w.ID, w.Finish = "", "", ""
+		case *fullView:
+			w.Model, w.ID, w.Finish = "", "", ""
+		}
+		out[i] = v
+	}
+	return out
+}
+
 // done returns v marked Done.
 func (v fullView) done() fullView {
 	v.Done = true

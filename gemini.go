@@ -104,11 +104,23 @@ type geminiInterp struct {
 	j       jsonscan.Scanner
 	cache   jsonscan.Cache[geminiFacts]
 	scratch geminiFacts // the facts of a bare line (kept out of the cache)
+	info    answerInfo
 }
 
 func (g *geminiInterp) interpret(_, data []byte) (Frame, error) {
-	f, _ := g.cache.Walk(&g.j, data, walkGemini)
-	return g.frame(f, data)
+	f, hit := g.cache.Walk(&g.j, data, walkGemini)
+	fr, err := g.frame(f, data)
+	if f != nil && !hit {
+		g.answer(f, data, &fr)
+	}
+	return fr, err
+}
+
+// answer puts on fr who answered (modelVersion, responseId, on every
+// chunk) and why candidates ended (their finishReason), see answerinfo.go.
+func (g *geminiInterp) answer(f *geminiFacts, data []byte, fr *Frame) {
+	g.info.note(fr, data, f.model, f.id)
+	g.info.finish(fr, data, &f.finishes)
 }
 
 func (g *geminiInterp) release() { g.cache.Reset() }
@@ -213,6 +225,9 @@ type geminiFacts struct {
 	blocked  bool          // "promptFeedback": {"blockReason": a non-empty string}
 	err      bool          // top-level "error" is present and not null
 	usage    jsonscan.Ints // "usageMetadata" (gemUsageNames)
+	model    strSpan       // "modelVersion"
+	id       strSpan       // "responseId"
+	finishes finishList    // the candidates' finishReason, with their index
 }
 
 // walkGemini reads the top-level object of a GenerateContentResponse at i.
@@ -233,6 +248,10 @@ func walkGemini(j *jsonscan.Scanner, i int, f *geminiFacts) (int, bool) {
 			i, ok = j.Ints(i, 1, gemUsageNames, &f.usage)
 		case "promptFeedback":
 			i, f.blocked, ok = walkPromptFeedback(j, i, 1)
+		case "modelVersion":
+			i, f.model, ok = readStr(j, i, 1)
+		case "responseId":
+			i, f.id, ok = readStr(j, i, 1)
 		case "error":
 			f.err = j.At(i) != 'n'
 			i, ok = j.Skip(i, 1)
@@ -262,25 +281,28 @@ func walkPromptFeedback(j *jsonscan.Scanner, i, depth int) (next int, blocked, o
 
 // gemCandidate is what one candidate says.
 type gemCandidate struct {
-	carries, answer, finished bool
+	carries, answer bool
+	finish          strSpan // finishReason
+	pos, index      int     // its position in candidates; "index", else pos
 }
 
 // walkCandidates reads the "candidates" value at i into f.
 func walkCandidates(j *jsonscan.Scanner, i, depth int, f *geminiFacts) (int, bool) {
-	f.carrying, f.answer, f.finished = 0, false, false
+	f.carrying, f.answer, f.finished, f.finishes = 0, false, false, finishList{}
 	if j.At(i) != '[' {
 		return j.Skip(i, depth)
 	}
 	i, more, ok := j.OpenArray(i, depth)
-	for ok && more {
+	for pos := 0; ok && more; pos++ {
 		if j.At(i) == '{' {
-			var c gemCandidate
+			c := gemCandidate{pos: pos, index: pos}
 			i, ok = walkCandidate(j, i, depth+1, &c)
 			if c.carries {
 				f.carrying++
 			}
 			f.answer = f.answer || c.answer
-			f.finished = f.finished || c.finished
+			f.finished = f.finished || c.finish.set()
+			f.finishes.add(c.index, c.finish)
 		} else {
 			i, ok = j.Skip(i, depth+1)
 		}
@@ -309,9 +331,15 @@ func walkCandidate(j *jsonscan.Scanner, i, depth int, c *gemCandidate) (int, boo
 				i, ok = j.Skip(i, depth+1)
 			}
 		case "finishReason":
-			var t []byte
-			i, t, _, ok = j.StringValue(i, depth+1)
-			c.finished = len(t) > 0
+			i, c.finish, ok = readStr(j, i, depth+1)
+		case "index":
+			var v int
+			var isInt bool
+			i, v, isInt, ok = j.Int(i, depth+1)
+			c.index = c.pos
+			if isInt {
+				c.index = v
+			}
 		default:
 			i, ok = j.Skip(i, depth+1)
 		}

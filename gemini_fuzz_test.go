@@ -1,8 +1,10 @@
 package llmmetrics
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
@@ -19,7 +21,12 @@ type geminiTestInterp struct {
 }
 
 func (g *geminiTestInterp) interpret(_, data []byte) (Frame, error) {
-	return g.frame(testWalk(&g.j, &g.cache, &g.full, data, walkGemini, g.useCache, g.hits), data)
+	f, hit := testWalk(&g.j, &g.cache, &g.full, data, walkGemini, g.useCache, g.hits)
+	fr, err := g.frame(f, data)
+	if f != nil && !hit {
+		g.answer(f, data, &fr)
+	}
+	return fr, err
 }
 
 // newGeminiTestDecoder returns a Gemini decoder (array: the JSON-array
@@ -93,12 +100,13 @@ func FuzzGeminiDecoder(f *testing.F) {
 
 // refGeminiFacts is the reference for walkGemini, built on encoding/json
 // (see refOpenAIFacts).
-func refGeminiFacts(data []byte) (geminiFacts, bool) {
+func refGeminiFacts(data []byte) (geminiFacts, geminiStrings, bool) {
 	m, ok := refObject(data)
 	if !ok {
-		return geminiFacts{}, false
+		return geminiFacts{}, geminiStrings{}, false
 	}
 	var f geminiFacts
+	str := geminiStrings{model: refString(m["modelVersion"]), id: refString(m["responseId"])}
 	if e, ok := m["error"]; ok && e != nil {
 		f.err = true
 	}
@@ -108,10 +116,17 @@ func refGeminiFacts(data []byte) (geminiFacts, bool) {
 		f.blocked = s != ""
 	}
 	cands, _ := m["candidates"].([]any)
-	for _, c := range cands {
-		c, _ := c.(map[string]any)
+	for pos, c := range cands {
+		c, isObject := c.(map[string]any)
 		if s, _ := c["finishReason"].(string); s != "" {
 			f.finished = true
+			if isObject && len(str.finishes) < maxFinishes {
+				index := pos
+				if isInt, v := refCount(c["index"]); isInt {
+					index = v
+				}
+				str.finishes = append(str.finishes, fmt.Sprintf("%d:%s", index, s))
+			}
 		}
 		content, _ := c["content"].(map[string]any)
 		parts, _ := content["parts"].([]any)
@@ -131,7 +146,20 @@ func refGeminiFacts(data []byte) (geminiFacts, bool) {
 			f.carrying++
 		}
 	}
-	return f, true
+	return f, str, true
+}
+
+// geminiStrings is what the string spans of geminiFacts hold.
+type geminiStrings struct {
+	model, id string
+	finishes  []string
+}
+
+// stringsOf reads f's spans in data and clears them (see openAIFacts').
+func (f *geminiFacts) stringsOf(data []byte) geminiStrings {
+	s := geminiStrings{spanText(data, f.model), spanText(data, f.id), finishTexts(data, &f.finishes)}
+	f.model, f.id, f.finishes = strSpan{}, strSpan{}, finishList{}
+	return s
 }
 
 // FuzzGeminiFacts cross-checks walkGemini against encoding/json (see
@@ -153,11 +181,17 @@ func FuzzGeminiFacts(f *testing.F) {
 		var j jsonscan.Scanner
 		var got geminiFacts
 		ok := jsonscan.Walk(&j, data, &got, walkGemini)
-		want, refOK := refGeminiFacts(data)
+		want, wantStr, refOK := refGeminiFacts(data)
 		if ok != refOK {
 			t.Fatalf("scanner valid=%v, encoding/json valid=%v", ok, refOK)
 		}
-		if ok && got != want {
+		if !ok {
+			return
+		}
+		if gotStr := got.stringsOf(data); !reflect.DeepEqual(gotStr, wantStr) {
+			t.Fatalf("strings differ\nscanner: %+v\nencoding/json: %+v", gotStr, wantStr)
+		}
+		if got != want {
 			t.Fatalf("facts differ\nscanner: %+v\nencoding/json: %+v", got, want)
 		}
 	})

@@ -99,6 +99,30 @@ const (
 	jErrorCode
 	jErrorMessage
 	jErrorStatus
+	jID
+	jModel
+	jResponseID
+	jModelVersion
+	jObject
+	jStatus
+	jIncomplete
+	jIncompleteReason
+	jStopReason
+	jDoneReason
+	jFinishReason
+	jChoices
+	jChoice0
+	jChoice0Finish
+	jCandidates
+	jCandidate0
+	jCandidate0Finish
+)
+
+// maxNameText bounds a model name or an answer id kept from an answer, and
+// maxReasonText a finish reason.
+const (
+	maxNameText   = 256
+	maxReasonText = 64
 )
 
 // maxErrorText bounds each text kept from an error object.
@@ -139,6 +163,29 @@ var answerFields = []jsonstream.Field{
 	jsonstream.Field{Path: "error.code", MaxString: 64},
 	jsonstream.Field{Path: "error.message", MaxString: maxErrorText},
 	jsonstream.Field{Path: "error.status", MaxString: 64},
+	// Who answered and why it ended: OpenAI (chat, completions) "id",
+	// "model" and the first choice's finish_reason; the Responses API's id,
+	// model and status or incomplete_details.reason ("object": "response");
+	// Anthropic's id, model and stop_reason; Gemini's responseId,
+	// modelVersion and the first candidate's finishReason; Ollama's model
+	// and done_reason; Cohere's id and finish_reason.
+	jsonstream.Field{Path: "id", MaxString: maxNameText},
+	jsonstream.Field{Path: "model", MaxString: maxNameText},
+	jsonstream.Field{Path: "responseId", MaxString: maxNameText},
+	jsonstream.Field{Path: "modelVersion", MaxString: maxNameText},
+	jsonstream.Field{Path: "object", MaxString: 16},
+	jsonstream.Field{Path: "status", MaxString: maxReasonText},
+	jsonstream.Field{Path: "incomplete_details"},
+	jsonstream.Field{Path: "incomplete_details.reason", MaxString: maxReasonText},
+	jsonstream.Field{Path: "stop_reason", MaxString: maxReasonText},
+	jsonstream.Field{Path: "done_reason", MaxString: maxReasonText},
+	jsonstream.Field{Path: "finish_reason", MaxString: maxReasonText},
+	jsonstream.Field{Path: "choices"},
+	jsonstream.Field{Path: "choices.0"},
+	jsonstream.Field{Path: "choices.0.finish_reason", MaxString: maxReasonText},
+	jsonstream.Field{Path: "candidates"},
+	jsonstream.Field{Path: "candidates.0"},
+	jsonstream.Field{Path: "candidates.0.finishReason", MaxString: maxReasonText},
 }
 
 // answerSchema reads answerFields and the protocols' answer rules' fields
@@ -210,6 +257,7 @@ type usageDecoder struct {
 	problems
 	s       *jsonstream.Scanner
 	stopped bool
+	reasons []string // the frame's FinishReasons (reused)
 }
 
 // Decode implements Decoder.
@@ -312,6 +360,7 @@ func (d *usageDecoder) frame() Frame {
 			}
 		}
 	}
+	d.answer(&f)
 	switch e := &v[jError]; e.Kind {
 	case jsonstream.KindNone, jsonstream.KindNull, jsonstream.KindFalse:
 	case jsonstream.KindString:
@@ -326,6 +375,53 @@ func (d *usageDecoder) frame() Frame {
 		f.Err = &StreamError{Type: typ, Code: d.text(jErrorCode), Message: d.text(jErrorMessage)}
 	}
 	return f
+}
+
+// answer puts on f who answered and why the answer ended. Only the first
+// choice's (candidate's) finish reason is read: a non-streaming answer
+// with several choices reports that one.
+func (d *usageDecoder) answer(f *Frame) {
+	v := d.s.Values
+	f.ResponseModel = d.first(jModel, jModelVersion)
+	f.ResponseID = d.first(jID, jResponseID)
+	reason := -1
+	for _, i := range [...]int{jChoice0Finish, jStopReason, jCandidate0Finish, jDoneReason, jFinishReason} {
+		if d.whole(i) {
+			reason = i
+			break
+		}
+	}
+	if reason < 0 && string(v[jObject].Str) == "response" {
+		reason = jStatus
+		if d.whole(jIncompleteReason) {
+			reason = jIncompleteReason
+		}
+	}
+	if reason >= 0 && d.whole(reason) {
+		r, ok := knownReason(v[reason].Str)
+		if !ok {
+			r = string(v[reason].Str)
+		}
+		d.reasons = append(d.reasons[:0], r)
+		f.FinishReasons = d.reasons
+	}
+}
+
+// whole reports whether field i is a non-empty string kept whole.
+func (d *usageDecoder) whole(i int) bool {
+	v := &d.s.Values[i]
+	return v.Kind == jsonstream.KindString && len(v.Str) > 0 && !v.Truncated
+}
+
+// first returns the first of the fields that is a non-empty string kept
+// whole, or "".
+func (d *usageDecoder) first(fields ...int) string {
+	for _, i := range fields {
+		if d.whole(i) {
+			return string(d.s.Values[i].Str)
+		}
+	}
+	return ""
 }
 
 // text returns a captured string, or a captured integer in decimal.

@@ -177,8 +177,9 @@ func newOllamaDecoder(opts ...DecoderOption) Decoder {
 // answer one (the bytes before the text always differ;
 // TestOllamaScanCacheWouldNotHit).
 type ollamaInterp struct {
-	j jsonscan.Scanner
-	f ollamaFacts
+	j    jsonscan.Scanner
+	f    ollamaFacts
+	info answerInfo
 }
 
 func (o *ollamaInterp) interpret(_, line []byte) (Frame, error) {
@@ -186,7 +187,12 @@ func (o *ollamaInterp) interpret(_, line []byte) (Frame, error) {
 		const keep = 64
 		return Frame{}, fmt.Errorf("%w: ollama line is not a JSON object (%d bytes: %q)", ErrMalformedFrame, len(line), line[:min(len(line), keep)])
 	}
-	return o.f.frame(line), nil
+	fr := o.f.frame(line)
+	// Every line names the model; the last one's done_reason ends the
+	// answer (Ollama gives no id). See answerinfo.go.
+	o.info.note(&fr, line, o.f.model, strSpan{})
+	o.info.finishOne(&fr, line, o.f.doneReason)
+	return fr, nil
 }
 
 func (o *ollamaInterp) release() {}
@@ -199,6 +205,7 @@ type ollamaFacts struct {
 	done                         bool // "done": true
 	err                          bool // top-level "error" is present and not null
 	promptEval, eval             int  // prompt_eval_count, eval_count (0 when absent)
+	model, doneReason            strSpan
 }
 
 // frame turns the facts of one line into its Frame.
@@ -239,6 +246,10 @@ func walkOllama(j *jsonscan.Scanner, i int, f *ollamaFacts) (int, bool) {
 			i, f.genThinking, ok = j.NonEmptyString(i, 1)
 		case "done":
 			i, f.done, ok = j.True(i, 1)
+		case "model":
+			i, f.model, ok = readStr(j, i, 1)
+		case "done_reason":
+			i, f.doneReason, ok = readStr(j, i, 1)
 		case "prompt_eval_count":
 			i, f.promptEval, _, ok = j.Int(i, 1)
 		case "eval_count":

@@ -56,10 +56,10 @@ func FuzzOllamaDecoder(f *testing.F) {
 
 // refOllamaFacts is the reference for walkOllama, built on encoding/json
 // (see refOpenAIFacts).
-func refOllamaFacts(data []byte) (ollamaFacts, bool) {
+func refOllamaFacts(data []byte) (ollamaFacts, [2]string, bool) {
 	m, ok := refObject(data)
 	if !ok {
-		return ollamaFacts{}, false
+		return ollamaFacts{}, [2]string{}, false
 	}
 	var f ollamaFacts
 	str := func(m map[string]any, k string) bool { s, _ := m[k].(string); return s != "" }
@@ -75,7 +75,7 @@ func refOllamaFacts(data []byte) (ollamaFacts, bool) {
 	}
 	counts := refInts(m, []string{"prompt_eval_count", "eval_count"})
 	f.promptEval, f.eval = counts.Val[0], counts.Val[1]
-	return f, true
+	return f, [2]string{refString(m["model"]), refString(m["done_reason"])}, true
 }
 
 // FuzzOllamaFacts cross-checks walkOllama against encoding/json (see
@@ -91,6 +91,7 @@ func FuzzOllamaFacts(f *testing.F) {
 		`{"message":{"content":"a","content":"","tool_calls":[{}]},"message":{"thinking":"\u003c"}}`,
 		`{"done":true,"done":false,"prompt_eval_count":1e2,"eval_count":-1}`,
 		`{"done":true,"eval_count":9223372036854775808,"error":null,"response":7}`,
+		`{"model":"a","model":"q\u0077en","done_reason":"length","done_reason":7}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -98,11 +99,19 @@ func FuzzOllamaFacts(f *testing.F) {
 		var j jsonscan.Scanner
 		var got ollamaFacts
 		ok := jsonscan.Walk(&j, data, &got, walkOllama)
-		want, refOK := refOllamaFacts(data)
+		want, wantStr, refOK := refOllamaFacts(data)
 		if ok != refOK {
 			t.Fatalf("scanner valid=%v, encoding/json valid=%v", ok, refOK)
 		}
-		if ok && got != want {
+		if !ok {
+			return
+		}
+		gotStr := [2]string{spanText(data, got.model), spanText(data, got.doneReason)}
+		got.model, got.doneReason = strSpan{}, strSpan{}
+		if gotStr != wantStr {
+			t.Fatalf("strings differ\nscanner: %q\nencoding/json: %q", gotStr, wantStr)
+		}
+		if got != want {
 			t.Fatalf("facts differ\nscanner: %+v\nencoding/json: %+v", got, want)
 		}
 	})

@@ -118,11 +118,39 @@ type openAIInterp struct {
 	// the chat frames so far.
 	continuous bool
 	emitted    int
+	info       answerInfo
 }
 
 func (o *openAIInterp) interpret(_, data []byte) (Frame, error) {
-	f, _ := o.cache.Walk(&o.j, data, walkOpenAI)
-	return o.frame(f, data)
+	f, hit := o.cache.Walk(&o.j, data, walkOpenAI)
+	fr, err := o.frame(f, data)
+	if f != nil && !hit {
+		o.answer(f, data, &fr)
+	}
+	return fr, err
+}
+
+// answer puts on fr who answered and why choices ended (see answerinfo.go):
+// chat and completions chunks name the model and id at their top level and
+// a choice's finish_reason; the Responses API names them in its "response"
+// object, whose status (or incomplete_details.reason) ends the answer on
+// response.completed, response.incomplete and response.failed.
+func (o *openAIInterp) answer(f *openAIFacts, data []byte, fr *Frame) {
+	r := &f.resp
+	switch f.typ {
+	case oaiRespCompleted, oaiRespIncomplete, oaiRespFailed:
+		o.info.note(fr, data, r.model, r.id)
+		reason := r.status
+		if r.reason.set() {
+			reason = r.reason
+		}
+		o.info.finishOne(fr, data, reason)
+	case oaiRespOther:
+		o.info.note(fr, data, r.model, r.id) // response.created, response.in_progress
+	default:
+		o.info.note(fr, data, f.model, f.id)
+		o.info.finish(fr, data, &f.finishes)
+	}
 }
 
 func (o *openAIInterp) release() { o.cache.Reset() }
@@ -347,6 +375,9 @@ type openAIFacts struct {
 	usage     jsonscan.Ints // top-level "usage" (oaiChatUsage)
 	groqUsage jsonscan.Ints // "x_groq": {"usage": ...} (oaiChatUsage)
 	respUsage jsonscan.Ints // "response": {"usage": ...} (oaiRespUsage)
+	model, id strSpan       // top-level "model" and "id" (chat, completions)
+	finishes  finishList    // the choices' finish_reason, with their index
+	resp      respFacts     // the rest of "response" (Responses API)
 	err       bool          // top-level "error" is present and not null
 	groqErr   bool          // "x_groq": {"error": ...} is a non-empty string
 	deltaStr  bool          // top-level "delta" is a non-empty string (Responses)
@@ -377,9 +408,52 @@ func walkOpenAI(j *jsonscan.Scanner, i int, f *openAIFacts) (int, bool) {
 			next, f.deltaStr, ok = j.NonEmptyString(i, 1)
 			return next, ok
 		case "response":
-			return walkUsageHolder(j, i, 1, oaiRespUsage, &f.respUsage)
+			return walkResponse(j, i, 1, f)
+		case "model":
+			next, f.model, ok = readStr(j, i, 1)
+			return next, ok
+		case "id":
+			next, f.id, ok = readStr(j, i, 1)
+			return next, ok
 		}
 		return j.Skip(i, 1)
+	})
+}
+
+// respFacts is what the Responses API's "response" object says besides its
+// usage.
+type respFacts struct {
+	model, id, status strSpan
+	reason            strSpan // incomplete_details.reason
+}
+
+// walkResponse reads the Responses API's "response" object at i: its
+// usage, model, id, status and incomplete_details.reason.
+func walkResponse(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) {
+	f.respUsage, f.resp = jsonscan.Ints{}, respFacts{}
+	return j.Members(i, depth, func(k []byte, i int) (next int, ok bool) {
+		switch string(k) {
+		case "usage":
+			return walkUsage(j, i, depth+1, oaiRespUsage, &f.respUsage)
+		case "model":
+			next, f.resp.model, ok = readStr(j, i, depth+1)
+		case "id":
+			next, f.resp.id, ok = readStr(j, i, depth+1)
+		case "status":
+			next, f.resp.status, ok = readStr(j, i, depth+1)
+		case "incomplete_details":
+			f.resp.reason = strSpan{}
+			return j.Members(i, depth+1, func(k []byte, i int) (next int, ok bool) {
+				if string(k) != "reason" {
+					return j.Skip(i, depth+2)
+				}
+				next, f.resp.reason, ok = readStr(j, i, depth+2)
+				return next, ok
+			})
+		default:
+			return j.Skip(i, depth+1)
+		}
+		return next, ok
 	})
 }
 
@@ -405,7 +479,7 @@ func walkXGroq(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) {
 // walkChoices reads the "choices" value at i into f.choices, f.carrying and
 // f.answering.
 func walkChoices(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) {
-	f.choices, f.carrying, f.answering = 0, 0, 0
+	f.choices, f.carrying, f.answering, f.finishes = 0, 0, 0, finishList{}
 	if j.At(i) != '[' {
 		return j.Skip(i, depth)
 	}
@@ -414,7 +488,7 @@ func walkChoices(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) 
 		f.choices++
 		if j.At(i) == '{' {
 			var answer, reasoning bool
-			if i, answer, reasoning, ok = walkChoice(j, i, depth+1); answer || reasoning {
+			if i, answer, reasoning, ok = walkChoice(j, i, depth+1, f.choices-1, &f.finishes); answer || reasoning {
 				f.carrying++
 				if answer {
 					f.answering++
@@ -430,14 +504,30 @@ func walkChoices(j *jsonscan.Scanner, i, depth int, f *openAIFacts) (int, bool) 
 	return i, ok
 }
 
-// walkChoice reads one choice object: it carries answer or reasoning tokens
-// by the members of its "delta" object, and answer tokens when its "text"
-// (legacy completions) is a non-empty string.
-func walkChoice(j *jsonscan.Scanner, i, depth int) (next int, answer, reasoning, ok bool) {
+// walkChoice reads one choice object, the pos-th of its array: it carries
+// answer or reasoning tokens by the members of its "delta" object, and
+// answer tokens when its "text" (legacy completions) is a non-empty string;
+// its finish_reason, if a string, goes to fl with its "index" (pos when it
+// has none).
+func walkChoice(j *jsonscan.Scanner, i, depth, pos int, fl *finishList) (next int, answer, reasoning, ok bool) {
 	var delta uint8
 	var text bool
+	var reason strSpan
+	index := pos
 	next, ok = j.Members(i, depth, func(k []byte, i int) (next int, ok bool) {
 		switch string(k) {
+		case "finish_reason":
+			next, reason, ok = readStr(j, i, depth+1)
+			return next, ok
+		case "index":
+			var v int
+			var isInt bool
+			next, v, isInt, ok = j.Int(i, depth+1)
+			index = pos
+			if isInt {
+				index = v
+			}
+			return next, ok
 		case "delta":
 			delta = 0
 			if j.At(i) == '{' {
@@ -450,6 +540,7 @@ func walkChoice(j *jsonscan.Scanner, i, depth int) (next int, answer, reasoning,
 		}
 		return j.Skip(i, depth+1)
 	})
+	fl.add(index, reason)
 	return next, text || delta&answerBits != 0, delta&reasoningBits != 0, ok
 }
 

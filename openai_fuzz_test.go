@@ -1,26 +1,55 @@
 package llmmetrics
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 )
 
+// openAIStrings is what the string spans of openAIFacts hold, as text.
+type openAIStrings struct {
+	model, id                                 string
+	finishes                                  []string
+	respModel, respID, respStatus, respReason string
+}
+
+// stringsOf reads f's spans in data and clears them, so the rest of f
+// compares with ==.
+func (f *openAIFacts) stringsOf(data []byte) openAIStrings {
+	s := openAIStrings{model: spanText(data, f.model), id: spanText(data, f.id), finishes: finishTexts(data, &f.finishes),
+		respModel: spanText(data, f.resp.model), respID: spanText(data, f.resp.id),
+		respStatus: spanText(data, f.resp.status), respReason: spanText(data, f.resp.reason)}
+	f.model, f.id, f.finishes, f.resp = strSpan{}, strSpan{}, finishList{}, respFacts{}
+	return s
+}
+
 // refOpenAIFacts is the reference for walkOpenAI, built on encoding/json:
 // for every input both must agree on validity and on every fact (see
-// refObject for the one leniency of the scanner).
-func refOpenAIFacts(data []byte) (openAIFacts, bool) {
+// refObject for the one leniency of the scanner), the texts of its string
+// spans included.
+func refOpenAIFacts(data []byte) (openAIFacts, openAIStrings, bool) {
 	m, ok := refObject(data)
 	if !ok {
-		return openAIFacts{}, false
+		return openAIFacts{}, openAIStrings{}, false
 	}
 	var f openAIFacts
+	var str openAIStrings
+	str.model, str.id = refString(m["model"]), refString(m["id"])
 	if c, ok := m["choices"].([]any); ok {
 		f.choices = len(c)
-		for _, e := range c {
+		for pos, e := range c {
 			co, ok := e.(map[string]any)
 			if !ok {
 				continue
+			}
+			if r := refString(co["finish_reason"]); r != "" && len(str.finishes) < maxFinishes {
+				index := pos
+				if isInt, v := refCount(co["index"]); isInt {
+					index = v
+				}
+				str.finishes = append(str.finishes, fmt.Sprintf("%d:%s", index, r))
 			}
 			answer, reasoning := refChoice(co)
 			if answer || reasoning {
@@ -48,8 +77,12 @@ func refOpenAIFacts(data []byte) (openAIFacts, bool) {
 	}
 	if r, ok := m["response"].(map[string]any); ok {
 		f.respUsage = refUsage(r["usage"], oaiRespUsage)
+		str.respModel, str.respID, str.respStatus = refString(r["model"]), refString(r["id"]), refString(r["status"])
+		if d, ok := r["incomplete_details"].(map[string]any); ok {
+			str.respReason = refString(d["reason"])
+		}
 	}
-	return f, true
+	return f, str, true
 }
 
 // refChoice is the reference for walkChoice.
@@ -152,6 +185,8 @@ func FuzzOpenAIFacts(f *testing.F) {
 		`{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.encrypted","data":"x","text":"y"},{"summary":"a","type":"reasoning.summary","summary":""},{"type":"reasoning.text","text":"b"}]}}]}`,
 		`{"choices":[{"delta":{"reasoning_details":[{"type":"reasoning.\u0074ext","text":"b"}],"reasoning_details":null}}]}`,
 		`{"x_groq":{"usage":{"prompt_tokens":3,"completion_tokens":4,"completion_tokens_details":{"reasoning_tokens":5}},"error":"stopped"}}`,
+		`{"id":"a","model":"m\u00e9","id":7,"choices":[{"finish_reason":"stop","index":3},{"finish_reason":"len\u0067th","finish_reason":null},{"index":-1,"finish_reason":"x"}]}`,
+		`{"type":"response.incomplete","response":{"id":"r","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"model":"gpt"},"response":{"status":"completed"}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -159,11 +194,17 @@ func FuzzOpenAIFacts(f *testing.F) {
 		var j jsonscan.Scanner
 		var got openAIFacts
 		ok := jsonscan.Walk(&j, data, &got, walkOpenAI)
-		want, refOK := refOpenAIFacts(data)
+		want, wantStr, refOK := refOpenAIFacts(data)
 		if ok != refOK {
 			t.Fatalf("scanner valid=%v, encoding/json valid=%v", ok, refOK)
 		}
-		if ok && got != want {
+		if !ok {
+			return
+		}
+		if gotStr := got.stringsOf(data); !reflect.DeepEqual(gotStr, wantStr) {
+			t.Fatalf("strings differ\nscanner: %+v\nencoding/json: %+v", gotStr, wantStr)
+		}
+		if got != want {
 			t.Fatalf("facts differ\nscanner: %+v\nencoding/json: %+v", got, want)
 		}
 	})

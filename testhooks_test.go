@@ -13,7 +13,12 @@ func newOpenAITestDecoder(cache bool, hits *int) *sseDecoder {
 	o := &openAIInterp{}
 	var scratch openAIFacts
 	return newSSE("openai", interpretFunc(func(_, data []byte) (Frame, error) {
-		return o.frame(testWalk(&o.j, &o.cache, &scratch, data, walkOpenAI, cache, hits), data)
+		f, hit := testWalk(&o.j, &o.cache, &scratch, data, walkOpenAI, cache, hits)
+		fr, err := o.frame(f, data)
+		if f != nil && !hit {
+			o.answer(f, data, &fr)
+		}
+		return fr, err
 	}), nil)
 }
 
@@ -22,20 +27,27 @@ func newAnthropicTestDecoder(cache bool, hits *int) *sseDecoder {
 	a := &anthropicInterp{}
 	var scratch anthropicFacts
 	return newSSE("anthropic", interpretFunc(func(_, data []byte) (Frame, error) {
-		return a.frame(testWalk(&a.j, &a.cache, &scratch, data, walkAnthropic, cache, hits), data)
+		f, hit := testWalk(&a.j, &a.cache, &scratch, data, walkAnthropic, cache, hits)
+		fr, err := a.frame(f, data)
+		if f != nil && !hit {
+			a.answer(f, data, &fr)
+		}
+		return fr, err
 	}), nil)
 }
 
-func testWalk[F any](j *jsonscan.Scanner, c *jsonscan.Cache[F], scratch *F, data []byte, walk jsonscan.Walker[F], cache bool, hits *int) *F {
+// testWalk walks data with the cache or without it, and reports whether
+// the cache answered.
+func testWalk[F any](j *jsonscan.Scanner, c *jsonscan.Cache[F], scratch *F, data []byte, walk jsonscan.Walker[F], cache bool, hits *int) (*F, bool) {
 	if !cache {
 		if jsonscan.Walk(j, data, scratch, walk) {
-			return scratch
+			return scratch, false
 		}
-		return nil
+		return nil, false
 	}
 	f, hit := c.Walk(j, data, walk)
 	if hit && hits != nil {
 		*hits++
 	}
-	return f
+	return f, hit
 }

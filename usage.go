@@ -96,15 +96,3 @@ func (s *usageShape) walk(j *jsonscan.Scanner, i, depth int, u *jsonscan.Ints) (
 		return j.Skip(i, depth+1)
 	})
 }
-
-// walkUsageHolder reads a value that may be an object with a "usage" member
-// (the Responses API's "response", Anthropic's "message") into u.
-func walkUsageHolder(j *jsonscan.Scanner, i, depth int, s *usageShape, u *jsonscan.Ints) (int, bool) {
-	*u = jsonscan.Ints{}
-	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
-		if string(k) == "usage" {
-			return walkUsage(j, i, depth+1, s, u)
-		}
-		return j.Skip(i, depth+1)
-	})
-}

@@ -54,7 +54,10 @@ type Field struct {
 	// Path names the member from the top-level object: "name" for a member
 	// of the top-level object, "parent.name" for a member of the object that
 	// is the value of the field "parent" (which must be listed before it),
-	// and so on, up to MaxPathDepth names. Names may not contain '.'.
+	// and so on, up to MaxPathDepth names. Names may not contain '.'. The
+	// name "0" under a field whose value is an array is the array's first
+	// element ("choices.0.finish_reason"); under an object it is the member
+	// named "0".
 	Path string
 	// MaxString is how many bytes of a string value are kept in Value.Str
 	// (decoded); 0 keeps none (the kind and offsets are still recorded).
@@ -265,6 +268,9 @@ func (s *Scanner) Feed(p []byte) int {
 			case c == ']' && s.state == stArrFirst:
 				s.close(false, true, at)
 			default:
+				if s.state == stArrFirst {
+					s.pending = s.firstElement()
+				}
 				if !s.value(c, at) {
 					s.fail(at, "invalid character %q looking for a value", c)
 					return i
@@ -376,6 +382,22 @@ func unhex(c byte) rune {
 		return rune(c - 'a' + 10)
 	case 'A' <= c && c <= 'F':
 		return rune(c - 'A' + 10)
+	}
+	return -1
+}
+
+// firstElement returns the field of the first element of the array just
+// opened (its field's child named "0"), or -1.
+func (s *Scanner) firstElement() int {
+	if s.depth >= len(s.fieldAt) {
+		return -1
+	}
+	if f := s.fieldAt[s.depth]; f >= 0 {
+		for _, n := range s.schema.children[f] {
+			if n.name == "0" {
+				return n.idx
+			}
+		}
 	}
 	return -1
 }

@@ -372,3 +372,42 @@ func FuzzScanner(f *testing.F) {
 		check(t, in)
 	})
 }
+
+// TestScannerFirstElement: a field named "0" under an array field is the
+// array's first element, at every cut of the input; later elements, and a
+// member "0" of an object that is not the array, are not captured.
+func TestScannerFirstElement(t *testing.T) {
+	schema := NewSchema(
+		Field{Path: "c"},
+		Field{Path: "c.0"},
+		Field{Path: "c.0.r", MaxString: 8},
+		Field{Path: "o"},
+		Field{Path: "o.0", MaxString: 8},
+	)
+	for _, tc := range []struct {
+		name, in    string
+		r           string // c.0.r, "" when not captured
+		first, zero Kind   // c.0's kind, o.0's kind
+	}{
+		{"first of two", `{"c":[{"r":"stop"},{"r":"length"}],"o":{"0":"x"}}`, "stop", KindObject, KindString},
+		{"first is not an object", `{"c":[7,{"r":"length"}]}`, "", KindNumber, KindNone},
+		{"empty array", `{"c":[]}`, "", KindNone, KindNone},
+		{"nested arrays", `{"c":[[{"r":"no"}],{"r":"no"}]}`, "", KindArray, KindNone},
+		{"repeated member: the last wins", `{"c":[{"r":"a"}],"c":[{"x":1}]}`, "", KindObject, KindNone},
+		{"not an array", `{"c":{"0":{"r":"obj"}}}`, "obj", KindObject, KindNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := []byte(tc.in)
+			for cut := 0; cut <= len(in); cut++ {
+				s := NewScanner(schema)
+				s.Feed(in[:cut])
+				s.Feed(in[cut:])
+				require.NoError(t, s.Err())
+				require.True(t, s.Done())
+				assert.Equal(t, tc.r, string(s.Values[2].Str), "cut %d", cut)
+				assert.Equal(t, tc.first, s.Values[1].Kind, "cut %d", cut)
+				assert.Equal(t, tc.zero, s.Values[4].Kind, "cut %d", cut)
+			}
+		})
+	}
+}
