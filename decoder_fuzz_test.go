@@ -1,9 +1,9 @@
 package llmmetrics
 
 import (
-	"fmt"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
