@@ -33,6 +33,8 @@ func init() {
 		},
 		decode: decodeAIPerf,
 		notes:  []string{"no TTFO: the format does not tell reasoning from answer tokens"},
+		cannot: map[string]string{"ttfo": noTTFO},
+		says:   saysReasoning,
 		clock:  clockWall,
 		ttft:   "aiperf's: the first parsed response of the stream (aiperf drops responses without content), from the request's start",
 	})

@@ -22,6 +22,7 @@ func init() {
 		},
 		decode: decodeVLLM,
 		notes:  []string{"no TTFO: the format does not tell reasoning from answer tokens"},
+		cannot: map[string]string{"ttfo": noTTFO},
 		clock:  clockRelative,
 		ttft:   "vLLM's: the first SSE event with a non-empty choices list (its text may be empty), measured from the request's send",
 	})
@@ -112,11 +113,15 @@ func decodeVLLMDoc(fr *fileRun, d *jdec) error {
 		return err
 	}
 	at := func(format string, args ...any) error { return d.errorf(format, args...) }
+	lv, err := fr.level()
+	if err != nil {
+		return at("%v", err)
+	}
 	dur, err := v.check(fr, at)
 	if err != nil {
 		return err
 	}
-	base := fr.run.relativeBase()
+	base := lv.relativeBase()
 	var scratch []time.Duration
 	for i := range v.ttft {
 		rec, err := v.record(i, base, &scratch)
@@ -128,7 +133,7 @@ func decodeVLLMDoc(fr *fileRun, d *jdec) error {
 			return err
 		}
 	}
-	fr.run.addRelative(dur)
+	lv.relDuration += dur
 	return nil
 }
 

@@ -34,7 +34,8 @@ func (v *vllmDoc) check(fr *fileRun, at func(string, ...any) error) (time.Durati
 		}
 	}
 	if !v.has["start_times"] {
-		fr.note(fr.src.name + `: no "start_times" (vLLM before they were saved): every request is placed at the run's start, so peak and mean concurrency are not meaningful`)
+		fr.lv.noStarts = true
+		fr.note(fr.src.name + `: no "start_times" (vLLM before they were saved): every request is placed at the run's start, so the peak concurrency is not known`)
 	}
 	if !v.has["latencies"] {
 		fr.note(fr.src.name + `: no "latencies" (vLLM saves none): E2EL is ttft + the sum of itls, the time of the last token event, as vLLM computes its latency`)

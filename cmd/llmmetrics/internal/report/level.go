@@ -1,0 +1,178 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics"
+)
+
+// Load is what one level of a run was measured at, as its file says: a
+// GuideLLM benchmark's strategy, an SGLang run's request rate and
+// concurrency cap, a bench level.
+type Load struct {
+	// Mode is "concurrency" (that many requests in flight, a closed loop),
+	// "rate" (requests per second, an open loop), "throughput" (as many as
+	// the tool could send), "burst" (every request at once), "replay" or
+	// "trace" (requests at recorded times), or "" for a file that names no
+	// load (one run).
+	Mode string
+	// Value is the concurrency or the rate; 0 for the modes without one.
+	Value float64
+	// Detail says how the tool ran the level where a comparison must know
+	// it ("Poisson arrivals", "constant arrivals", "max concurrency 8",
+	// "synchronous"); "" when there is nothing to say.
+	Detail string
+}
+
+// String names the load as the output does: "rate 2 (constant arrivals)",
+// "concurrency 8", "throughput"; "" for a file that names no load.
+func (l Load) String() string {
+	s := l.Mode
+	if l.Value != 0 {
+		s += " " + strconv.FormatFloat(l.Value, 'g', -1, 64)
+	}
+	if l.Detail != "" {
+		s += " (" + l.Detail + ")"
+	}
+	return s
+}
+
+// Base names the load without its detail ("rate 2"): what levels are
+// matched by across tools.
+func (l Load) Base() string { return Load{Mode: l.Mode, Value: l.Value}.String() }
+
+// says is what a format saves beside times and output counts, where a 0
+// would otherwise stand for "not said".
+type says uint8
+
+const (
+	saysCached    says = 1 << iota // cached input tokens
+	saysReasoning                  // reasoning tokens
+	saysCacheWrite                 // cache-write input tokens
+)
+
+// level is one load level of the run: the records of every file at that
+// load, summarized together.
+type level struct {
+	load Load
+	sum  *llmmetrics.Summarizer
+	n    int // records added
+	// completed and noInput count the completed requests, and those of
+	// them without an input count (Record.InputTokens 0: unknown).
+	completed, noInput int
+	// relDuration is Σ durations of the clockRelative documents of the
+	// level (laid end to end); duration the level's duration once read
+	// (0: the Summarizer's span).
+	relDuration time.Duration
+	// noDuration: a document of the level states no duration and has no
+	// start times (LLMPerf without its summary), so no rate is known.
+	noDuration bool
+	// noStarts: some requests were placed without a start time (SGLang,
+	// vLLM before start_times, LLMPerf): concurrency is not known.
+	noStarts bool
+	says     says
+	// errorTypes counts the failed and canceled requests by error_type
+	// ("unknown" where the file does not say).
+	errorTypes map[string]int
+	formats    []string // the formats its records came from, in order
+	// ttft and itl keep what the -html page draws (nil when no page).
+	ttft, itl []time.Duration
+	keep      bool
+	// recs holds the records when ReadRecords asks for them.
+	recs []llmmetrics.Record
+}
+
+// relativeBase is where the next clockRelative document of the level
+// starts: after the level's previous documents (laid end to end).
+func (lv *level) relativeBase() time.Time {
+	return time.Unix(0, 0).UTC().Add(lv.relDuration)
+}
+
+func (lv *level) countErrorType(et string) {
+	if lv.errorTypes == nil {
+		lv.errorTypes = map[string]int{}
+	}
+	switch _, seen := lv.errorTypes[et]; {
+	case et == "":
+		et = "unknown"
+	case len(et) > 64, !seen && len(lv.errorTypes) >= maxErrorTypes:
+		et = "_OTHER"
+	}
+	lv.errorTypes[et]++
+}
+
+// levelOf returns the level of load, made on first use.
+func (r *run) levelOf(load Load) (*level, error) {
+	for _, lv := range r.levels {
+		if lv.load == load {
+			return lv, nil
+		}
+	}
+	if len(r.levels) >= maxLevels {
+		return nil, fmt.Errorf("more than %d load levels: not a benchmark's sweep", maxLevels)
+	}
+	sum, err := llmmetrics.NewSummarizer(r.opts)
+	if err != nil {
+		return nil, err
+	}
+	lv := &level{load: load, sum: sum, keep: r.keepSamples}
+	r.levels = append(r.levels, lv)
+	return lv, nil
+}
+
+// maxLevels bounds the levels of a run, so that a file cannot grow them
+// (each holds a Summarizer) without bound.
+const maxLevels = 4096
+
+// selectLevel returns the level spec names: its load as printed ("rate 2",
+// "concurrency 8 (synchronous)", "throughput"), the load without its
+// detail, or a number that one level's load has.
+func selectLevel(levels []*level, spec string) (*level, error) {
+	norm := func(s string) string {
+		s = strings.NewReplacer("=", " ", ":", " ", "@", " ").Replace(strings.ToLower(s))
+		return strings.Join(strings.Fields(s), " ")
+	}
+	want := norm(spec)
+	var hits []*level
+	if v, err := strconv.ParseFloat(want, 64); err == nil {
+		for _, lv := range levels {
+			if lv.load.Value == v {
+				hits = append(hits, lv)
+			}
+		}
+	} else {
+		for _, lv := range levels {
+			if norm(lv.load.String()) == want {
+				return lv, nil
+			}
+			if norm(lv.load.Base()) == want || norm(lv.load.Mode) == want {
+				hits = append(hits, lv)
+			}
+		}
+	}
+	if len(hits) == 1 {
+		return hits[0], nil
+	}
+	names := make([]string, len(levels))
+	for i, lv := range levels {
+		names[i] = strconv.Quote(lv.load.String())
+	}
+	if len(hits) > 1 {
+		return nil, fmt.Errorf("-level %q: names %d levels; name one of %s", spec, len(hits), strings.Join(names, ", "))
+	}
+	return nil, fmt.Errorf("-level %q: no such level; the input has %s", spec, strings.Join(names, ", "))
+}
+
+// addFormat notes that the level holds records of format name.
+func (lv *level) addFormat(name string) {
+	if !slices.Contains(lv.formats, name) {
+		lv.formats = append(lv.formats, name)
+	}
+}
+
+// noTTFO is why a format has no TTFO.
+const noTTFO = "the format does not tell reasoning from answer tokens"
