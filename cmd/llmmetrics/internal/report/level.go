@@ -50,9 +50,9 @@ func (l Load) Base() string { return Load{Mode: l.Mode, Value: l.Value}.String()
 type says uint8
 
 const (
-	saysCached    says = 1 << iota // cached input tokens
-	saysReasoning                  // reasoning tokens
-	saysCacheWrite                 // cache-write input tokens
+	saysCached     says = 1 << iota // cached input tokens
+	saysReasoning                   // reasoning tokens
+	saysCacheWrite                  // cache-write input tokens
 )
 
 // level is one load level of the run: the records of every file at that

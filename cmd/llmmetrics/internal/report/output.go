@@ -61,7 +61,6 @@ func signed(d time.Duration) string {
 
 func pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
 
-
 // shownLevel is a level as printed: its Summary and gate lines.
 type shownLevel struct {
 	lv     *level

@@ -12,7 +12,7 @@ package report
 
 import (
 	"context"
-		"errors"
+	"errors"
 	"flag"
 	"fmt"
 	"io"

@@ -364,4 +364,3 @@ const maxNotes = 100
 // level); the rest (and any longer than 64 bytes) are counted as "_OTHER",
 // so that a file cannot grow the count without bound.
 const maxErrorTypes = 64
-
