@@ -165,14 +165,14 @@ func (u *glUsage) total() (float64, bool) {
 
 // glTimings is RequestTimings (v0.4 and later).
 type glTimings struct {
-	RequestStart        *float64 `json:"request_start" yaml:"request_start"`
-	ResolveStart        *float64 `json:"resolve_start" yaml:"resolve_start"`
-	FirstToken          *float64 `json:"first_token_iteration" yaml:"first_token_iteration"`
-	FirstOutput         *float64 `json:"first_output_token_iteration" yaml:"first_output_token_iteration"`
-	LastToken           *float64 `json:"last_token_iteration" yaml:"last_token_iteration"`
-	TokenIterations     *float64 `json:"token_iterations" yaml:"token_iterations"`
-	RequestEnd          *float64 `json:"request_end" yaml:"request_end"`
-	ResolveEnd          *float64 `json:"resolve_end" yaml:"resolve_end"`
+	RequestStart    *float64 `json:"request_start" yaml:"request_start"`
+	ResolveStart    *float64 `json:"resolve_start" yaml:"resolve_start"`
+	FirstToken      *float64 `json:"first_token_iteration" yaml:"first_token_iteration"`
+	FirstOutput     *float64 `json:"first_output_token_iteration" yaml:"first_output_token_iteration"`
+	LastToken       *float64 `json:"last_token_iteration" yaml:"last_token_iteration"`
+	TokenIterations *float64 `json:"token_iterations" yaml:"token_iterations"`
+	RequestEnd      *float64 `json:"request_end" yaml:"request_end"`
+	ResolveEnd      *float64 `json:"resolve_end" yaml:"resolve_end"`
 }
 
 // glRequest is one saved request of any version; which members it has
@@ -188,16 +188,16 @@ type glRequest struct {
 	OutputMetrics *glUsage `json:"output_metrics" yaml:"output_metrics"`
 	ResponseID    *string  `json:"response_id" yaml:"response_id"`
 	// v0.2 and v0.3
-	StartTime     *float64 `json:"start_time" yaml:"start_time"`
-	EndTime       *float64 `json:"end_time" yaml:"end_time"`
-	FirstTokenAt  *float64 `json:"first_token_time" yaml:"first_token_time"`
-	LastTokenAt   *float64 `json:"last_token_time" yaml:"last_token_time"`
-	PromptTokens  *float64 `json:"prompt_tokens" yaml:"prompt_tokens"`
-	OutputTokens  *float64 `json:"output_tokens" yaml:"output_tokens"`
-	Error         *string  `json:"error" yaml:"error"`
+	StartTime    *float64 `json:"start_time" yaml:"start_time"`
+	EndTime      *float64 `json:"end_time" yaml:"end_time"`
+	FirstTokenAt *float64 `json:"first_token_time" yaml:"first_token_time"`
+	LastTokenAt  *float64 `json:"last_token_time" yaml:"last_token_time"`
+	PromptTokens *float64 `json:"prompt_tokens" yaml:"prompt_tokens"`
+	OutputTokens *float64 `json:"output_tokens" yaml:"output_tokens"`
+	Error        *string  `json:"error" yaml:"error"`
 	// v0.1 (a result; first_token_time is then a duration)
-	LastTime         *float64 `json:"last_time" yaml:"last_time"`
-	DecodeTimes      *struct {
+	LastTime    *float64 `json:"last_time" yaml:"last_time"`
+	DecodeTimes *struct {
 		Data []float64 `json:"data" yaml:"data"`
 	} `json:"decode_times" yaml:"decode_times"`
 	PromptTokenCount *float64 `json:"prompt_token_count" yaml:"prompt_token_count"`

@@ -66,10 +66,10 @@ const (
 
 func TestGuideLLMVersions(t *testing.T) {
 	for _, tt := range []struct {
-		file                 string
-		rate2, rate4         string
-		itl, ttfo, canceled  bool
-		inputKnown4, cached  bool
+		file                string
+		rate2, rate4        string
+		itl, ttfo, canceled bool
+		inputKnown4, cached bool
 	}{
 		{file: "guidellm_v01.json", rate2: glAsync2, rate4: glAsync4, itl: true},
 		{file: "guidellm_v01.yaml", rate2: glAsync2, rate4: glAsync4, itl: true},
