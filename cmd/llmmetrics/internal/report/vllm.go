@@ -41,6 +41,7 @@ type vllmDoc struct {
 	gapEnd            []int          // request i's gaps end at gapEnd[i]
 	nErrs             int            // entries of "errors"
 	errTypes          map[int]string // the error_type of each request with an error text
+	cached            []int32        // SGLang --cache-report: cached input tokens
 	has               map[string]bool
 }
 
@@ -71,6 +72,7 @@ var vllmColumns = map[string]func(d *jdec, v *vllmDoc, key string) error{
 			return nil
 		})
 	},
+	"cached_tokens": func(d *jdec, v *vllmDoc, key string) error { return d.counts(key, &v.cached) },
 	"errors": func(d *jdec, v *vllmDoc, key string) error {
 		return d.array(key, func(i int) error {
 			var s *string
@@ -100,16 +102,8 @@ func decodeVLLM(fr *fileRun) error {
 }
 
 func decodeVLLMDoc(fr *fileRun, d *jdec) error {
-	v := vllmDoc{has: map[string]bool{}, errTypes: map[int]string{}}
-	err := d.object("vLLM result", func(key string) error {
-		col, ok := vllmColumns[key]
-		if !ok {
-			return d.skip()
-		}
-		v.has[key] = true
-		return col(d, &v, key)
-	})
-	if err != nil {
+	v := newVLLMDoc()
+	if err := d.object("vLLM result", func(key string) error { return v.column(d, key) }); err != nil {
 		return err
 	}
 	at := func(format string, args ...any) error { return d.errorf(format, args...) }
@@ -117,10 +111,33 @@ func decodeVLLMDoc(fr *fileRun, d *jdec) error {
 	if err != nil {
 		return at("%v", err)
 	}
-	dur, err := v.check(fr, at)
+	dur, err := v.check(fr, "vLLM result", at, func(key string) error {
+		return at("vLLM result without %q: this version of vLLM is not one report reads (see docs/report.md), or the file was saved without --save-result --save-detailed", key)
+	})
 	if err != nil {
 		return err
 	}
+	return v.emit(fr, lv, dur, at)
+}
+
+func newVLLMDoc() *vllmDoc {
+	return &vllmDoc{has: map[string]bool{}, errTypes: map[int]string{}}
+}
+
+// column reads the member key of a result document into v: a per-request
+// column, or skipped.
+func (v *vllmDoc) column(d *jdec, key string) error {
+	col, ok := vllmColumns[key]
+	if !ok {
+		return d.skip()
+	}
+	v.has[key] = true
+	return col(d, v, key)
+}
+
+// emit adds the document's requests to lv, laid after its previous
+// documents, and the document's duration to lv's.
+func (v *vllmDoc) emit(fr *fileRun, lv *level, dur time.Duration, at func(string, ...any) error) error {
 	base := lv.relativeBase()
 	var scratch []time.Duration
 	for i := range v.ttft {
