@@ -74,7 +74,9 @@ func decodeSGLangLine(fr *fileRun, d *jdec, doc int) error {
 	if err != nil {
 		return err
 	}
-	at := func(format string, args ...any) error { return d.errorf("run %d: "+format, append([]any{doc}, args...)...) }
+	at := func(format string, args ...any) error {
+		return d.errorf("run %d: "+format, append([]any{doc}, args...)...)
+	}
 	load, err := sglangLoad(rate, cap)
 	if err != nil {
 		return at("%v", err)
