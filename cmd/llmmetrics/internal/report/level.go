@@ -128,43 +128,58 @@ func (r *run) levelOf(load Load) (*level, error) {
 // (each holds a Summarizer) without bound.
 const maxLevels = 4096
 
-// selectLevel returns the level spec names: its load as printed ("rate 2",
-// "concurrency 8 (synchronous)", "throughput"), the load without its
-// detail, or a number that one level's load has.
+// selectLevel returns the level spec names (see SelectLoad).
 func selectLevel(levels []*level, spec string) (*level, error) {
+	loads := make([]Load, len(levels))
+	for i, lv := range levels {
+		loads[i] = lv.load
+	}
+	i, err := SelectLoad(loads, spec)
+	if err != nil {
+		return nil, err
+	}
+	return levels[i], nil
+}
+
+// SelectLoad returns the index of the load spec names: its name as printed
+// ("rate 2 (constant arrivals)", "concurrency 8", "throughput"), the name
+// without its detail ("rate 2"), its mode alone when one load has it, or a
+// number that one load's value is. Case, "=", ":" and "@" are forgiven
+// ("Concurrency=8", "rate@2").
+func SelectLoad(loads []Load, spec string) (int, error) {
 	norm := func(s string) string {
 		s = strings.NewReplacer("=", " ", ":", " ", "@", " ").Replace(strings.ToLower(s))
 		return strings.Join(strings.Fields(s), " ")
 	}
 	want := norm(spec)
-	var hits []*level
+	var hits []int
 	if v, err := strconv.ParseFloat(want, 64); err == nil {
-		for _, lv := range levels {
-			if lv.load.Value == v {
-				hits = append(hits, lv)
+		for i, l := range loads {
+			if l.Value == v {
+				hits = append(hits, i)
 			}
 		}
 	} else {
-		for _, lv := range levels {
-			if norm(lv.load.String()) == want {
-				return lv, nil
+		for i, l := range loads {
+			if norm(l.String()) == want {
+				return i, nil
 			}
-			if norm(lv.load.Base()) == want || norm(lv.load.Mode) == want {
-				hits = append(hits, lv)
+			if norm(l.Base()) == want || norm(l.Mode) == want {
+				hits = append(hits, i)
 			}
 		}
 	}
 	if len(hits) == 1 {
 		return hits[0], nil
 	}
-	names := make([]string, len(levels))
-	for i, lv := range levels {
-		names[i] = strconv.Quote(lv.load.String())
+	names := make([]string, len(loads))
+	for i, l := range loads {
+		names[i] = strconv.Quote(l.String())
 	}
 	if len(hits) > 1 {
-		return nil, fmt.Errorf("-level %q: names %d levels; name one of %s", spec, len(hits), strings.Join(names, ", "))
+		return 0, fmt.Errorf("-level %q: names %d levels; name one of %s", spec, len(hits), strings.Join(names, ", "))
 	}
-	return nil, fmt.Errorf("-level %q: no such level; the input has %s", spec, strings.Join(names, ", "))
+	return 0, fmt.Errorf("-level %q: no such level; the input has %s", spec, strings.Join(names, ", "))
 }
 
 // addFormat notes that the level holds records of format name.

@@ -30,9 +30,10 @@ type Records struct {
 	// give at all, each with why: a comparison leaves them out rather
 	// than call their absence a regression.
 	Cannot map[string]string
-	// Defs say how each format's tool defines its own figures where they
-	// differ from these ("GuideLLM's own TPOT includes the first token"),
-	// each prefixed with the format's name.
+	// Defs say which TTFT each format's file holds, and how its tool
+	// defines its own figures where they differ from these ("GuideLLM's
+	// own TPOT includes the first token"), each prefixed with the format's
+	// name.
 	Defs []string
 }
 
@@ -71,6 +72,7 @@ func ReadRecords(ctx context.Context, files []string, format string, stdin io.Re
 		out.Formats = append(out.Formats, f.format.name)
 		if !seen[f.format.name] {
 			seen[f.format.name] = true
+			out.Defs = append(out.Defs, f.format.name+": TTFT is "+f.format.ttft)
 			for _, d := range f.format.defs {
 				out.Defs = append(out.Defs, f.format.name+": "+d)
 			}
