@@ -112,7 +112,7 @@ func TestCompareWithoutStartTimes(t *testing.T) {
 	assert.Equal(t, NotCompared, r.Verdict)
 	assert.Contains(t, r.Reason, "no start times")
 	assert.InDelta(t, 3.0, r.Base, 1e-9) // the run's 6 tokens over its 2 s
-	for _, n := range c.Notes { // one format: no definitions to resolve
+	for _, n := range c.Notes {          // one format: no definitions to resolve
 		assert.NotContains(t, n, "across tools")
 	}
 
