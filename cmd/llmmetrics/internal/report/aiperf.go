@@ -32,8 +32,6 @@ func init() {
 				bytes.Contains(l, []byte(`"timestamp_ns"`)) && bytes.Contains(l, []byte(`"metrics"`)))
 		},
 		decode: decodeAIPerf,
-		notes:  []string{"no TTFO: the format does not tell reasoning from answer tokens"},
-		cannot: map[string]string{"ttfo": noTTFO},
 		says:   saysReasoning,
 		clock:  clockWall,
 		ttft:   "aiperf's: the first parsed response of the stream (aiperf drops responses without content), from the request's start",
@@ -70,6 +68,8 @@ type aiperfLine struct {
 type aiperfMetrics struct {
 	TTFT           aiperfNum  `json:"time_to_first_token"`
 	TTFT01         aiperfNum  `json:"ttft"` // aiperf 0.1
+	TTFO           aiperfNum  `json:"time_to_first_output_token"`
+	TTFOShort      aiperfNum  `json:"time_to_first_output"`
 	RequestLatency aiperfNum  `json:"request_latency"`
 	ICL            aiperfList `json:"inter_chunk_latency"`
 	ISL            aiperfNum  `json:"input_sequence_length"`
@@ -117,8 +117,9 @@ func decodeAIPerf(fr *fileRun) error {
 	var (
 		l      aiperfLine
 		j      jsonscan.Scanner
-		facts  aiFacts
-		warmup int
+		facts   aiFacts
+		warmup  int
+		sawTTFO bool
 	)
 	for {
 		line, n, err := src.nextLine()
@@ -142,6 +143,7 @@ func decodeAIPerf(fr *fileRun) error {
 			return src.errorf(n, "malformed line: %v", err)
 		}
 		rec, warm, err := aiperfRecord(&l, fr)
+		sawTTFO = sawTTFO || !rec.FirstOutput.IsZero()
 		switch {
 		case err != nil:
 			return at("%v", err)
@@ -155,6 +157,10 @@ func decodeAIPerf(fr *fileRun) error {
 	}
 	if warmup > 0 {
 		fr.note(fmt.Sprintf("%s: %d warm-up records (benchmark_phase \"warmup\") left out", src.name, warmup))
+	}
+	if !facts.sawTTFO && !sawTTFO {
+		fr.cannot("ttfo", "aiperf saves time_to_first_output_token from late 2025 only")
+		fr.note(src.name + ": no TTFO: this aiperf version saves no time_to_first_output_token")
 	}
 	return nil
 }
@@ -245,6 +251,17 @@ func aiperfTokens(rec *llmmetrics.Record, ttftMetric aiperfNum, m *aiperfMetrics
 		return nil
 	}
 	rec.FirstToken = rec.Start.Add(ttft)
+	ttfoMetric := m.TTFO
+	if ttfoMetric.Value == nil {
+		ttfoMetric = m.TTFOShort
+	}
+	ttfo, hasTTFO, err := ttfoMetric.duration("time_to_first_output_token")
+	if err != nil {
+		return err
+	}
+	if hasTTFO {
+		rec.FirstOutput = rec.Start.Add(ttfo)
+	}
 	if len(m.ICL.Value) == 0 {
 		return nil
 	}
