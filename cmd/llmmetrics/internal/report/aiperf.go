@@ -115,8 +115,8 @@ func (n aiperfNum) count(name string, errp *error) int {
 func decodeAIPerf(fr *fileRun) error {
 	src := fr.src
 	var (
-		l      aiperfLine
-		j      jsonscan.Scanner
+		l       aiperfLine
+		j       jsonscan.Scanner
 		facts   aiFacts
 		warmup  int
 		sawTTFO bool

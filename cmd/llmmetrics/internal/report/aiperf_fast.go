@@ -30,7 +30,7 @@ type aiFacts struct {
 	warmup, cancelled, hasError bool
 	ttft, lat, isl, osl, reason aiMetric
 	ttfo                        aiMetric
-	sawTTFO                     bool // over the lines: a TTFO was read
+	sawTTFO                     bool            // over the lines: a TTFO was read
 	icl                         aiMetric        // val spans the array
 	gaps                        []time.Duration // scratch, kept across lines
 }
