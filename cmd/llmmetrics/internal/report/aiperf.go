@@ -70,6 +70,8 @@ type aiperfMetrics struct {
 	TTFT01         aiperfNum  `json:"ttft"` // aiperf 0.1
 	TTFO           aiperfNum  `json:"time_to_first_output_token"`
 	TTFOShort      aiperfNum  `json:"time_to_first_output"`
+	HTTPWaiting    aiperfNum  `json:"http_req_waiting"`
+	HTTPConnecting aiperfNum  `json:"http_req_connecting"`
 	RequestLatency aiperfNum  `json:"request_latency"`
 	ICL            aiperfList `json:"inter_chunk_latency"`
 	ISL            aiperfNum  `json:"input_sequence_length"`
@@ -133,8 +135,15 @@ func decodeAIPerf(fr *fileRun) error {
 		if rec, skip, ok := aiperfFast(&j, line, &facts); ok {
 			if skip {
 				warmup++
-			} else if err := fr.emit(at, rec); err != nil {
+				continue
+			}
+			if err := fr.emit(at, rec); err != nil {
 				return err
+			}
+			for k, has := range facts.hasPhase {
+				if has {
+					fr.lv.addPhase(k, facts.phases[k])
+				}
 			}
 			continue
 		}
@@ -152,6 +161,17 @@ func decodeAIPerf(fr *fileRun) error {
 		default:
 			if err := fr.emit(at, rec); err != nil {
 				return err
+			}
+			if rec.Outcome == llmmetrics.OutcomeOK {
+				for k, m := range []aiperfNum{l.Metrics.HTTPWaiting, l.Metrics.HTTPConnecting} {
+					d, has, err := m.duration(httpPhases[k].tag)
+					if err != nil {
+						return at("%v", err)
+					}
+					if has {
+						fr.lv.addPhase(k, d)
+					}
+				}
 			}
 		}
 	}

@@ -30,9 +30,13 @@ type aiFacts struct {
 	warmup, cancelled, hasError bool
 	ttft, lat, isl, osl, reason aiMetric
 	ttfo                        aiMetric
-	sawTTFO                     bool            // over the lines: a TTFO was read
-	icl                         aiMetric        // val spans the array
-	gaps                        []time.Duration // scratch, kept across lines
+	http                        [len(httpPhases)]aiMetric // http_req_waiting, http_req_connecting
+	sawTTFO                     bool                      // over the lines: a TTFO was read
+	icl                         aiMetric                  // val spans the array
+	gaps                        []time.Duration           // scratch, kept across lines
+	// phases are the line's http_req_* durations read (hasPhase).
+	phases   [len(httpPhases)]time.Duration
+	hasPhase [len(httpPhases)]bool
 }
 
 func aiWalk(j *jsonscan.Scanner, i int, f *aiFacts) (int, bool) {
@@ -83,6 +87,10 @@ func aiMetrics(j *jsonscan.Scanner, i int, f *aiFacts) (int, bool) {
 			m = &f.ttft
 		case "time_to_first_output_token", "time_to_first_output":
 			m = &f.ttfo
+		case httpPhases[0].tag:
+			m = &f.http[0]
+		case httpPhases[1].tag:
+			m = &f.http[1]
 		case "request_latency":
 			m = &f.lat
 		case "input_sequence_length":
@@ -150,6 +158,16 @@ func aiperfFast(j *jsonscan.Scanner, line []byte, f *aiFacts) (rec llmmetrics.Re
 	lat, good2 := aiDuration(line, f.lat.val, f.lat.unit)
 	if !good1 || !good2 {
 		return rec, false, false
+	}
+	for k, m := range f.http {
+		if !m.found {
+			continue
+		}
+		d, good := aiDuration(line, m.val, m.unit)
+		if !good {
+			return rec, false, false
+		}
+		f.phases[k], f.hasPhase[k] = d, true
 	}
 	rec.FirstToken, rec.LastToken, rec.Chunks = rec.Start.Add(ttft), rec.Start.Add(lat), 1
 	if f.ttfo.found {

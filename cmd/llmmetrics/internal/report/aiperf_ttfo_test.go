@@ -59,3 +59,33 @@ func TestAIPerfTTFOReal(t *testing.T) {
 	assert.InDelta(t, agg.TTFO.P50*1e6, float64(s.TTFO.Median), 0.5)
 	assert.InDelta(t, agg.TTFO.Std*1e6, float64(s.TTFO.Std), 1)
 }
+
+// aiperf's http_req_waiting (time to the first body byte) and
+// http_req_connecting are kept beside the Summary, per level, on both
+// decoding paths: by hand, 100 and 300 ms (mean 200 ms), 1 and 3 ms.
+func TestAIPerfHTTPPhases(t *testing.T) {
+	line := readLines(t, "testdata/aiperf_docs.jsonl")[0]
+	fast := strings.Replace(line, `"time_to_first_token":`, `"http_req_waiting":{"value":100.0,"unit":"ms"},"http_req_connecting":{"value":1000,"unit":"us"},"time_to_first_token":`, 1)
+	slow := strings.Replace(line, `"time_to_first_token":`, `"http_req_waiting":{"value":0.3,"unit":"sec"},"http_req_connecting":{"value":3.0,"unit":"ms"},"http_req_dns_lookup":{"value":NaN,"unit":"ms"},"time_to_first_token":`, 1)
+	f := filepath.Join(t.TempDir(), "p.jsonl")
+	require.NoError(t, os.WriteFile(f, []byte(fast+"\n"+slow+"\n"), 0o600))
+	code, out, errOut := runReport(t, "-json", f)
+	require.Equal(t, 0, code, errOut)
+	var doc struct {
+		HTTP map[string]struct {
+			Count int           `json:"count"`
+			Mean  time.Duration `json:"mean_ns"`
+			Max   time.Duration `json:"max_ns"`
+		} `json:"http_req"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc))
+	assert.Equal(t, 2, doc.HTTP["time_to_first_byte"].Count)
+	assert.Equal(t, 200*time.Millisecond, doc.HTTP["time_to_first_byte"].Mean)
+	assert.Equal(t, 2*time.Millisecond, doc.HTTP["connecting"].Mean)
+	assert.Equal(t, 3*time.Millisecond, doc.HTTP["connecting"].Max)
+	_, text, _ := runReport(t, f)
+	assert.Regexp(t, `TTFB\s+2\s+200\.00`, text)
+	assert.Contains(t, text, "(TTFB: aiperf's http_req_waiting; connect: aiperf's http_req_connecting: the request's transport phases, of completed requests)")
+	_, text, _ = runReport(t, "testdata/aiperf_docs.jsonl")
+	assert.NotContains(t, text, "TTFB")
+}

@@ -84,6 +84,35 @@ type level struct {
 	keep      bool
 	// recs holds the records when ReadRecords asks for them.
 	recs []llmmetrics.Record
+	// phases holds the transport phases a format keeps beside the Record
+	// (aiperf's http_req_*), per completed request, in httpPhases order.
+	phases [len(httpPhases)][]time.Duration
+}
+
+// httpPhases are the transport timings of aiperf's later exports kept
+// beside the Records (aiperf docs/tutorials/http-trace-metrics.md): each
+// with its aiperf tag and the name the output gives it.
+var httpPhases = [...]struct{ tag, name, json string }{
+	{"http_req_waiting", "TTFB", "time_to_first_byte"},
+	{"http_req_connecting", "connect", "connecting"},
+}
+
+// addPhase keeps a completed request's transport phase k.
+func (lv *level) addPhase(k int, d time.Duration) { lv.phases[k] = append(lv.phases[k], d) }
+
+// phaseDistribution returns the Distribution of phase k (Count 0: none),
+// computed as the library computes every latency.
+func (lv *level) phaseDistribution(k int, percentiles []float64) llmmetrics.Distribution {
+	if len(lv.phases[k]) == 0 {
+		return llmmetrics.Distribution{}
+	}
+	// Each value is a TTFT of a record of its own: Summarize's statistics.
+	recs := make([]llmmetrics.Record, len(lv.phases[k]))
+	at := time.Unix(0, 0).UTC()
+	for i, d := range lv.phases[k] {
+		recs[i] = llmmetrics.Record{Start: at, FirstToken: at.Add(d), End: at.Add(d), Outcome: llmmetrics.OutcomeOK}
+	}
+	return llmmetrics.Summarize(recs, llmmetrics.SummaryOptions{Percentiles: percentiles}).TTFT
 }
 
 // relativeBase is where the next clockRelative document of the level

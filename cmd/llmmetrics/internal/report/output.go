@@ -66,6 +66,9 @@ type shownLevel struct {
 	lv     *level
 	sum    llmmetrics.Summary
 	checks []check
+	// phases are the level's transport phases (aiperf's http_req_*), in
+	// httpPhases order; Count 0 when the files keep none.
+	phases [len(httpPhases)]llmmetrics.Distribution
 }
 
 // named reports whether the output names each level (several, or one
@@ -136,13 +139,14 @@ func writeRun(w io.Writer, r *run, ls []shownLevel) {
 		if named(ls) {
 			fmt.Fprintf(w, "\nlevel: %s\n", l.lv.load)
 		}
-		writeLevel(w, l.lv, l.sum)
+		writeLevel(w, l)
 	}
 	writeChecks(w, ls)
 }
 
 // writeLevel prints one level's summary; what is not known is printed so.
-func writeLevel(w io.Writer, lv *level, s llmmetrics.Summary) {
+func writeLevel(w io.Writer, l shownLevel) {
+	lv, s := l.lv, l.sum
 	u := lv.unknown()
 	over := "over " + s.Duration.Round(time.Millisecond).String()
 	if u.duration {
@@ -167,10 +171,21 @@ func writeLevel(w io.Writer, lv *level, s llmmetrics.Summary) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "ms\tcount\tmean\tp50\tp90\tp95\tp99\tmax\t")
-	for _, row := range []struct {
+	rows := []struct {
 		name string
 		d    llmmetrics.Distribution
-	}{{"TTFT", s.TTFT}, {"TTFO", s.TTFO}, {"TPOT", s.TPOT}, {"ITL", s.ITL}, {"E2EL", s.E2EL}} {
+	}{{"TTFT", s.TTFT}, {"TTFO", s.TTFO}, {"TPOT", s.TPOT}, {"ITL", s.ITL}, {"E2EL", s.E2EL}}
+	var phases []string
+	for k, d := range l.phases {
+		if d.Count > 0 {
+			rows = append(rows, struct {
+				name string
+				d    llmmetrics.Distribution
+			}{httpPhases[k].name, d})
+			phases = append(phases, httpPhases[k].name+": aiperf's "+httpPhases[k].tag)
+		}
+	}
+	for _, row := range rows {
 		cells := []string{row.name, fmt.Sprint(row.d.Count)}
 		if row.d.Count == 0 {
 			cells = append(cells, "-", "-", "-", "-", "-", "-")
@@ -185,6 +200,9 @@ func writeLevel(w io.Writer, lv *level, s llmmetrics.Summary) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
+	if len(phases) > 0 {
+		fmt.Fprintf(w, "(%s: the request's transport phases, of completed requests)\n", strings.Join(phases, "; "))
+	}
 	if len(lv.errorTypes) > 0 {
 		fmt.Fprintf(w, "failed and canceled by error_type: %s\n", errorTypeCounts(lv.errorTypes))
 	}
@@ -218,7 +236,7 @@ func writeJSON(w io.Writer, ls []shownLevel) error {
 	var out any
 	var levels []jsonLevel
 	for _, l := range ls {
-		raw, err := summaryJSON(l.sum, l.lv.unknown())
+		raw, err := summaryJSON(l.sum, l.lv.unknown(), l.phases)
 		if err != nil {
 			return err
 		}

@@ -70,6 +70,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	for i, lv := range levels {
 		s := lv.sum.Summary()
 		shown[i] = shownLevel{lv: lv, sum: s, checks: gate(s, o)}
+		for k := range httpPhases {
+			shown[i].phases[k] = lv.phaseDistribution(k, r.opts.Percentiles)
+		}
 	}
 	if o.json {
 		if err := writeJSON(stdout, shown); err != nil {

@@ -38,7 +38,9 @@ func (lv *level) unknown() unknown {
 
 // summaryJSON is the Summary's JSON with what is not known null, and each
 // empty distribution only its count ({"count": 0}): never a 0 for unknown.
-func summaryJSON(s llmmetrics.Summary, u unknown) (json.RawMessage, error) {
+// The transport phases a format keeps (aiperf's http_req_*) are added as
+// "http_req": {"time_to_first_byte", "connecting"} where there are any.
+func summaryJSON(s llmmetrics.Summary, u unknown, phases [len(httpPhases)]llmmetrics.Distribution) (json.RawMessage, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -81,6 +83,23 @@ func summaryJSON(s llmmetrics.Summary, u unknown) (json.RawMessage, error) {
 			return nil, err
 		}
 		top.set("goodput", raw)
+	}
+	var http object
+	for k, d := range phases {
+		if d.Count > 0 {
+			raw, err := json.Marshal(d)
+			if err != nil {
+				return nil, err
+			}
+			http = append(http, member{key: httpPhases[k].json, val: raw})
+		}
+	}
+	if len(http) > 0 {
+		raw, err := json.Marshal(http)
+		if err != nil {
+			return nil, err
+		}
+		top = append(top, member{key: "http_req", val: raw})
 	}
 	return json.Marshal(top)
 }
