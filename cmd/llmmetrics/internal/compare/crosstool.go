@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -91,4 +92,32 @@ func levelNamed(b, n *Input, spec string) ([][2]Level, []string, error) {
 		pair[i] = in.Levels[k]
 	}
 	return [][2]Level{pair}, nil, nil
+}
+
+// MarshalJSON writes the result with null where a side has no value (its
+// base or new, the change) or there is no interval: never a 0 standing
+// for "unknown".
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result
+	out := struct {
+		plain
+		Base   *float64 `json:"base"`
+		New    *float64 `json:"new"`
+		Change *float64 `json:"change"`
+		CILow  *float64 `json:"ci_low"`
+		CIHigh *float64 `json:"ci_high"`
+	}{plain: plain(r)}
+	if r.BaseN > 0 {
+		out.Base = &r.Base
+	}
+	if r.NewN > 0 {
+		out.New = &r.New
+	}
+	if r.BaseN > 0 && r.NewN > 0 {
+		out.Change = &r.Change
+	}
+	if IntervalText(r) != "-" {
+		out.CILow, out.CIHigh = &r.CILow, &r.CIHigh
+	}
+	return json.Marshal(out)
 }

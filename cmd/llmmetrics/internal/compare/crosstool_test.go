@@ -126,3 +126,30 @@ func TestCompareWithoutStartTimes(t *testing.T) {
 	assert.Contains(t, r.Reason, "no run duration")
 	assert.Equal(t, 0, r.BaseN)
 }
+
+// In JSON, a side without a value, its change and a missing interval are
+// null, not 0.
+func TestCompareJSONNullForUnknown(t *testing.T) {
+	run := writeRateRun(t, t.TempDir(), map[float64][]llmmetrics.Record{2: records(1, 40, 300*time.Millisecond, 1)})
+	code, out, errOut := runMain("-json", "-level", "rate 2", guideLLMSweep, run)
+	require.Equal(t, exitOK, code, errOut)
+	var c struct {
+		Levels []struct {
+			Results []map[string]json.RawMessage `json:"results"`
+		} `json:"levels"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &c))
+	got := map[string]map[string]json.RawMessage{}
+	for _, r := range c.Levels[0].Results {
+		var name string
+		require.NoError(t, json.Unmarshal(r["metric"], &name))
+		got[name] = r
+	}
+	itl := got["mean itl"]
+	for _, k := range []string{"base", "change", "ci_low", "ci_high"} {
+		assert.Equal(t, "null", string(itl[k]), k)
+	}
+	assert.NotEqual(t, "null", string(itl["new"]))
+	assert.Equal(t, "375", string(got["mean ttft"]["base"]))
+	assert.NotEqual(t, "null", string(got["mean ttft"]["ci_low"]))
+}
