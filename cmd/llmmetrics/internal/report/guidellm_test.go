@@ -224,6 +224,8 @@ func TestGuideLLMBadInput(t *testing.T) {
 		{"strategy", `"type_": "poisson"`, `"type_": "zigzag"`, `benchmark 2: config.strategy: unknown strategy "zigzag"`},
 		{"count", `"text_tokens": 9,`, `"text_tokens": -9,`, "output_metrics: -9 is not a count"},
 		{"truncated", `"total": null}`, `"total": nul`, "malformed JSON"},
+		{"time out of range", `"request_start": 1767225600.0,`, `"request_start": 1e300,`, "info.timings.request_start 1e+300 out of range"},
+		{"NaN time", `"request_start": 1767225600.0,`, `"request_start": NaN,`, "a string (or NaN or Infinity) where a number is expected"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := string(b)

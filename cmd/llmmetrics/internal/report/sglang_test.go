@@ -3,6 +3,7 @@ package report
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,6 +72,29 @@ func TestSGLangDetection(t *testing.T) {
 	code, _, errOut := runReport(t, name)
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, name+":1: run 0: an SGLang result without per-request details: saved without --output-details")
+}
+
+// Impossible SGLang numbers are exit 2, named by file, line and run.
+func TestSGLangBadInput(t *testing.T) {
+	b, err := os.ReadFile("testdata/sglang_bench_serving.jsonl")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	for _, tt := range []struct{ name, from, to, want string }{
+		{"ttft", `"ttfts": [0.25`, `"ttfts": [1e300`, "run 0: request 0: ttft 1e+300 s out of range"},
+		{"count", `"output_lens": [4`, `"output_lens": [-4`, "output_lens[0]: -4 is not a count"},
+		{"columns", `"ttfts": [0.25, 0.5, 0.0]`, `"ttfts": [0.25, 0.5]`, `SGLang result: "itls" has 3 entries, "ttfts" 2`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := string(b)
+			require.Contains(t, s, tt.from)
+			name := filepath.Join(dir, tt.name+".jsonl")
+			require.NoError(t, os.WriteFile(name, []byte(strings.Replace(s, tt.from, tt.to, 1)), 0o600))
+			code, _, errOut := runReport(t, name)
+			assert.Equal(t, 2, code)
+			assert.Contains(t, errOut, name+":1: ")
+			assert.Contains(t, errOut, tt.want)
+		})
+	}
 }
 
 func TestSGLangLoad(t *testing.T) {
