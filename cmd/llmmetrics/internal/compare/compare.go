@@ -44,6 +44,9 @@ type Options struct {
 	SLO llmmetrics.SLO
 	// Load picks a load level of bench runs (nil: the levels both have).
 	Load *float64
+	// Level picks one level of each side by name, as report -level does
+	// ("rate 2", "concurrency 8", "throughput"); "" for none.
+	Level string
 	// Strict makes incomparable runs an error.
 	Strict bool
 }
@@ -80,6 +83,9 @@ type LevelTable struct {
 // Compare compares every level pair of base and new.
 func Compare(base, nw *Input, o Options) (*Comparison, error) {
 	pairs, notes, err := pairLevels(base, nw, o.Load)
+	if o.Level != "" {
+		pairs, notes, err = levelNamed(base, nw, o.Level)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +94,7 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 	if n := saturationNote(base, nw); n != "" {
 		c.Notes = append(c.Notes, n)
 	}
+	c.Notes = append(c.Notes, definitionNotes(base, nw)...)
 	s := settings{minChange: o.MinChange, resamples: o.Resamples, seed: o.Seed}
 	var single []string // levels not repeated on both sides
 	for _, p := range pairs {
@@ -98,6 +105,7 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 			t.Level = "BASE " + runLabel(b) + " vs NEW " + runLabel(n)
 		}
 		t.Results = append(compareLatencies(b.sample, n.sample, s), compareRates(b.sample, n.sample, s)...)
+		cannotSay(t.Results, base, nw, b, n)
 		c.Levels = append(c.Levels, t)
 		if len(b.repeats) < 2 || len(n.repeats) < 2 {
 			single = append(single, t.Level)
@@ -325,7 +333,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	fs := flag.NewFlagSet("llmmetrics compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: llmmetrics compare [-min-change 5%] [-fail-on METRICS|all] [-slo S] [-load X] [-json] [-html FILE] [-strict] BASE NEW")
+		fmt.Fprintln(stderr, "usage: llmmetrics compare [-min-change 5%] [-fail-on METRICS|all] [-slo S] [-load X | -level L] [-json] [-html FILE] [-strict] BASE NEW")
 		fs.PrintDefaults()
 	}
 	mc := minChangeFlag(o.MinChange)
@@ -333,6 +341,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	failOn := fs.String("fail-on", "", "exit 1 when one of these metrics regressed: comma-separated (e.g. 'p99 ttft,output_throughput'), or all")
 	fs.Var(&o.SLO, "slo", "SLO both runs are judged by for goodput and slo_attainment (default: each bench run's own)")
 	load := fs.String("load", "", "compare this load level of bench runs (default: the levels both have)")
+	fs.StringVar(&o.Level, "level", "", "compare this level of each side, named as report prints it ('rate 2', 'concurrency 8', 'throughput') or by its number")
 	asJSON := fs.Bool("json", false, "print the comparison as JSON")
 	htmlFile := fs.String("html", "", "also write the comparison as a self-contained HTML page to this file")
 	fs.BoolVar(&o.Strict, "strict", false, "runs that differ in model, workload, SLO, load mode or input format are an error (default: a warning)")

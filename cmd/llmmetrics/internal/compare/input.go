@@ -27,6 +27,10 @@ type Input struct {
 	// cannot provide.
 	Formats []string
 	Notes   []string
+	// Cannot names the latencies the formats cannot give at all ("itl":
+	// why); Defs how each tool defines its own figures (report.Records).
+	Cannot map[string]string
+	Defs   []string
 	// Levels holds the runs: one, or a bench run's load levels in file
 	// order.
 	Levels []Level
@@ -34,22 +38,27 @@ type Input struct {
 	Results *BenchResults
 }
 
-// Level is one run: a bench load level, or a whole file (Mode "", Load 0).
+// Level is one run: a bench load level, a benchmark of a sweep file
+// (GuideLLM, SGLang), or a whole file (Mode "", Load 0).
 type Level struct {
 	Mode string
 	Load float64
+	// Detail says how the tool ran the level ("constant arrivals"), as
+	// report.Load does; levels are matched by Mode and Load alone.
+	Detail string
+	// noDuration: the file states no duration and has no start times, so
+	// no rate is known; noStarts: its requests have no start times.
+	noDuration, noStarts bool
 	sample
 }
 
 // Records returns the level's records.
 func (l Level) Records() []llmmetrics.Record { return l.recs }
 
-// Label names the level for the output ("concurrency 4", or "" for a file).
+// Label names the level for the output ("concurrency 4", "rate 2
+// (constant arrivals)", "throughput", or "" for a file).
 func (l Level) Label() string {
-	if l.Mode == "" {
-		return ""
-	}
-	return fmt.Sprintf("%s %g", l.Mode, l.Load)
+	return report.Load{Mode: l.Mode, Value: l.Load, Detail: l.Detail}.String()
 }
 
 // BenchResults is the part of a bench directory's results.json compare
@@ -95,12 +104,15 @@ func ReadInput(ctx context.Context, path string, stdin io.Reader) (*Input, error
 	if err != nil {
 		return nil, err
 	}
-	in.Formats, in.Notes = rs.Formats, rs.Notes
+	in.Formats, in.Notes, in.Cannot, in.Defs = rs.Formats, rs.Notes, rs.Cannot, rs.Defs
 	if len(rs.Records) == 0 {
 		return nil, fmt.Errorf("%s: no requests", file)
 	}
 	if rs.Formats[0] != "records" || file == "-" {
-		in.Levels = []Level{{sample: sample{recs: rs.Records, duration: rs.Duration}}}
+		for _, l := range rs.Levels {
+			in.Levels = append(in.Levels, Level{Mode: l.Load.Mode, Load: l.Load.Value, Detail: l.Load.Detail,
+				noDuration: l.NoDuration, noStarts: l.NoStarts, sample: sample{recs: l.Records, duration: l.Duration}})
+		}
 		return in, nil
 	}
 	tags, err := readTags(file)

@@ -8,17 +8,48 @@ import (
 	"github.com/llmmetrics/llmmetrics"
 )
 
-// RunPage returns the report page of one run read from files ("llmmetrics
-// report -html"): its summary table, the CDFs of ttft and itl (every
-// completed request's TTFT, every gap; nil: no chart), and notes.
-func RunPage(title, command string, s llmmetrics.Summary, ttft, itl []time.Duration, notes []string) Page {
-	return Page{
-		Title:   title,
-		Command: command,
-		Notes:   notes,
-		Tables:  []Table{countsTable(s), latencyTable(s)},
-		Runs:    []Run{{Name: "run", TTFT: ttft, ITL: itl}},
+// Unknown says which figures of a Summary its files did not give: they
+// are printed "unknown", never as the 0 the Summary holds.
+type Unknown struct {
+	// Input: some completed request has no input count.
+	Input bool
+	// Cached: no file says cached input tokens.
+	Cached bool
+	// Concurrency: requests without start times (no peak concurrency).
+	Concurrency bool
+	// Duration: no run duration, so no rate.
+	Duration bool
+}
+
+// RunLevel is one load level of a run read from files.
+type RunLevel struct {
+	// Label names the level ("rate 2 (Poisson arrivals)"; "" for a file
+	// that names no load).
+	Label   string
+	Summary llmmetrics.Summary
+	// TTFT and ITL are the samples of the CDFs (every completed request's
+	// TTFT, every gap; nil: no chart).
+	TTFT, ITL []time.Duration
+	Unknown   Unknown
+}
+
+// RunPage returns the report page of a run read from files ("llmmetrics
+// report -html"): per level its counts and latency tables and its CDFs of
+// TTFT and ITL, and the notes.
+func RunPage(title, command string, levels []RunLevel, notes []string) Page {
+	p := Page{Title: title, Command: command, Notes: notes}
+	for _, l := range levels {
+		counts, lat := countsTable(l.Summary, l.Unknown), latencyTable(l.Summary)
+		name := "run"
+		if l.Label != "" {
+			name = l.Label
+			counts.Caption = "Run at " + l.Label
+			lat.Caption = "Latency (ms) at " + l.Label
+		}
+		p.Tables = append(p.Tables, counts, lat)
+		p.Runs = append(p.Runs, Run{Name: name, TTFT: l.TTFT, ITL: l.ITL})
 	}
+	return p
 }
 
 // BenchReport is what a bench run's report page shows.
@@ -75,19 +106,40 @@ func BenchPage(b BenchReport) Page {
 	return p
 }
 
-// countsTable is a run's counts, throughput and goodput.
-func countsTable(s llmmetrics.Summary) Table {
+// countsTable is a run's counts, throughput and goodput; what u says is
+// not known is printed so.
+func countsTable(s llmmetrics.Summary, u Unknown) Table {
 	t := Table{Caption: "Run", Header: []string{"figure", "value"}}
 	add := func(k, v string) { t.Rows = append(t.Rows, Row{Cells: []string{k, v}}) }
+	rate := func(x float64, f string, known bool) string {
+		if !known {
+			return "unknown"
+		}
+		return fmt.Sprintf(f, x)
+	}
 	add("requests", fmt.Sprintf("%d (%d ok, %d failed, %d canceled)", s.Requests, s.Completed, s.Failed, s.Canceled))
-	add("duration", s.Duration.Round(time.Millisecond).String())
-	add("request throughput", fmt.Sprintf("%.2f requests/s", s.RequestThroughput))
-	add("output throughput", fmt.Sprintf("%.1f tokens/s", s.OutputThroughput))
-	add("total token throughput", fmt.Sprintf("%.1f tokens/s", s.TotalTokenThroughput))
-	add("tokens", fmt.Sprintf("%d input (%d cached), %d output", s.InputTokens, s.CachedInputTokens, s.OutputTokens))
+	dur := "unknown"
+	if !u.Duration {
+		dur = s.Duration.Round(time.Millisecond).String()
+	}
+	add("duration", dur)
+	add("request throughput", rate(s.RequestThroughput, "%.2f requests/s", !u.Duration))
+	add("output throughput", rate(s.OutputThroughput, "%.1f tokens/s", !u.Duration))
+	add("total token throughput", rate(s.TotalTokenThroughput, "%.1f tokens/s", !u.Duration && !u.Input))
+	input, cached := fmt.Sprint(s.InputTokens), fmt.Sprint(s.CachedInputTokens)
+	if u.Input {
+		input = "unknown"
+	}
+	if u.Cached {
+		cached = "unknown"
+	}
+	add("tokens", fmt.Sprintf("%s input (%s cached), %d output", input, cached, s.OutputTokens))
+	if !u.Concurrency {
+		add("peak concurrency", fmt.Sprint(s.PeakConcurrency))
+	}
 	if !s.SLO.IsZero() {
 		add("SLO", s.SLO.String())
-		add("goodput", fmt.Sprintf("%.2f requests/s, %.1f tokens/s", s.Goodput.RequestsPerSecond, s.Goodput.TokensPerSecond))
+		add("goodput", fmt.Sprintf("%s, %s", rate(s.Goodput.RequestsPerSecond, "%.2f requests/s", !u.Duration), rate(s.Goodput.TokensPerSecond, "%.1f tokens/s", !u.Duration)))
 		add("SLO attainment", fmt.Sprintf("%.2f%% (%d of %d requests)", 100*s.Goodput.Attainment, s.Goodput.Good, s.Requests))
 	}
 	return t

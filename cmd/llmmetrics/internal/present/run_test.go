@@ -17,7 +17,7 @@ func TestRunPage(t *testing.T) {
 			End: time.Unix(0, 0).Add(300 * time.Millisecond), OutputTokens: 3, Chunks: 3, ITL: []time.Duration{100 * time.Millisecond, 100 * time.Millisecond}, Outcome: llmmetrics.OutcomeOK},
 		{Start: time.Unix(0, 0), End: time.Unix(1, 0), Outcome: llmmetrics.OutcomeError},
 	}, llmmetrics.SummaryOptions{Percentiles: []float64{50, 90, 95, 99}})
-	p := RunPage("llmmetrics report: f", "llmmetrics report f", s, []time.Duration{100 * time.Millisecond}, nil, []string{"f: records"})
+	p := RunPage("llmmetrics report: f", "llmmetrics report f", []RunLevel{{Summary: s, TTFT: []time.Duration{100 * time.Millisecond}}}, []string{"f: records"})
 	require.Len(t, p.Tables, 2)
 	// 2 requests over 1 s: 1 ok, 1 failed; 1 request/s; TTFT 100 ms; TPOT (300−100)/2 = 100 ms.
 	assert.Equal(t, []string{"requests", "2 (1 ok, 1 failed, 0 canceled)"}, p.Tables[0].Rows[0].Cells)
@@ -28,6 +28,39 @@ func TestRunPage(t *testing.T) {
 	require.NoError(t, Write(&buf, p))
 	assert.Contains(t, buf.String(), "TTFT: cumulative distribution")
 	assert.NotContains(t, buf.String(), "ITL: cumulative distribution", "no gaps, no chart")
+}
+
+// TestRunPageUnknown: what the files do not give is printed "unknown",
+// never the 0 the Summary holds; each level has its tables and its line
+// in the CDFs.
+func TestRunPageUnknown(t *testing.T) {
+	s := llmmetrics.Summarize([]llmmetrics.Record{
+		{Start: time.Unix(0, 0), FirstToken: time.Unix(0, 0).Add(100 * time.Millisecond), End: time.Unix(0, 0).Add(100 * time.Millisecond),
+			OutputTokens: 1, Chunks: 1, Outcome: llmmetrics.OutcomeOK},
+	}, llmmetrics.SummaryOptions{})
+	p := RunPage("t", "c", []RunLevel{
+		{Label: "rate 1", Summary: s, TTFT: []time.Duration{time.Millisecond}, Unknown: Unknown{Input: true, Cached: true, Concurrency: true, Duration: true}},
+		{Label: "rate 2", Summary: s, TTFT: []time.Duration{2 * time.Millisecond}},
+	}, nil)
+	require.Len(t, p.Tables, 4)
+	rows := map[string]string{}
+	for _, r := range p.Tables[0].Rows {
+		rows[r.Cells[0]] = r.Cells[1]
+	}
+	assert.Equal(t, "Run at rate 1", p.Tables[0].Caption)
+	assert.Equal(t, "unknown", rows["duration"])
+	assert.Equal(t, "unknown", rows["request throughput"])
+	assert.Equal(t, "unknown", rows["total token throughput"])
+	assert.Equal(t, "unknown input (unknown cached), 1 output", rows["tokens"])
+	assert.NotContains(t, rows, "peak concurrency")
+	known := map[string]string{}
+	for _, r := range p.Tables[2].Rows {
+		known[r.Cells[0]] = r.Cells[1]
+	}
+	assert.Equal(t, "0 input (0 cached), 1 output", known["tokens"])
+	assert.Equal(t, "1", known["peak concurrency"])
+	require.Len(t, p.Runs, 2)
+	assert.Equal(t, "rate 2", p.Runs[1].Name)
 }
 
 func TestBenchPage(t *testing.T) {

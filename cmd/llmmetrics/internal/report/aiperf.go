@@ -32,7 +32,7 @@ func init() {
 				bytes.Contains(l, []byte(`"timestamp_ns"`)) && bytes.Contains(l, []byte(`"metrics"`)))
 		},
 		decode: decodeAIPerf,
-		notes:  []string{"no TTFO: the format does not tell reasoning from answer tokens"},
+		says:   saysReasoning,
 		clock:  clockWall,
 		ttft:   "aiperf's: the first parsed response of the stream (aiperf drops responses without content), from the request's start",
 	})
@@ -68,6 +68,10 @@ type aiperfLine struct {
 type aiperfMetrics struct {
 	TTFT           aiperfNum  `json:"time_to_first_token"`
 	TTFT01         aiperfNum  `json:"ttft"` // aiperf 0.1
+	TTFO           aiperfNum  `json:"time_to_first_output_token"`
+	TTFOShort      aiperfNum  `json:"time_to_first_output"`
+	HTTPWaiting    aiperfNum  `json:"http_req_waiting"`
+	HTTPConnecting aiperfNum  `json:"http_req_connecting"`
 	RequestLatency aiperfNum  `json:"request_latency"`
 	ICL            aiperfList `json:"inter_chunk_latency"`
 	ISL            aiperfNum  `json:"input_sequence_length"`
@@ -113,10 +117,11 @@ func (n aiperfNum) count(name string, errp *error) int {
 func decodeAIPerf(fr *fileRun) error {
 	src := fr.src
 	var (
-		l      aiperfLine
-		j      jsonscan.Scanner
-		facts  aiFacts
-		warmup int
+		l       aiperfLine
+		j       jsonscan.Scanner
+		facts   aiFacts
+		warmup  int
+		sawTTFO bool
 	)
 	for {
 		line, n, err := src.nextLine()
@@ -130,8 +135,15 @@ func decodeAIPerf(fr *fileRun) error {
 		if rec, skip, ok := aiperfFast(&j, line, &facts); ok {
 			if skip {
 				warmup++
-			} else if err := fr.emit(at, rec); err != nil {
+				continue
+			}
+			if err := fr.emit(at, rec); err != nil {
 				return err
+			}
+			for k, has := range facts.hasPhase {
+				if has {
+					fr.lv.addPhase(k, facts.phases[k])
+				}
 			}
 			continue
 		}
@@ -140,6 +152,7 @@ func decodeAIPerf(fr *fileRun) error {
 			return src.errorf(n, "malformed line: %v", err)
 		}
 		rec, warm, err := aiperfRecord(&l, fr)
+		sawTTFO = sawTTFO || !rec.FirstOutput.IsZero()
 		switch {
 		case err != nil:
 			return at("%v", err)
@@ -149,10 +162,25 @@ func decodeAIPerf(fr *fileRun) error {
 			if err := fr.emit(at, rec); err != nil {
 				return err
 			}
+			if rec.Outcome == llmmetrics.OutcomeOK {
+				for k, m := range []aiperfNum{l.Metrics.HTTPWaiting, l.Metrics.HTTPConnecting} {
+					d, has, err := m.duration(httpPhases[k].tag)
+					if err != nil {
+						return at("%v", err)
+					}
+					if has {
+						fr.lv.addPhase(k, d)
+					}
+				}
+			}
 		}
 	}
 	if warmup > 0 {
 		fr.note(fmt.Sprintf("%s: %d warm-up records (benchmark_phase \"warmup\") left out", src.name, warmup))
+	}
+	if !facts.sawTTFO && !sawTTFO {
+		fr.cannot("ttfo", "aiperf saves time_to_first_output_token from late 2025 only")
+		fr.note(src.name + ": no TTFO: this aiperf version saves no time_to_first_output_token")
 	}
 	return nil
 }
@@ -243,6 +271,17 @@ func aiperfTokens(rec *llmmetrics.Record, ttftMetric aiperfNum, m *aiperfMetrics
 		return nil
 	}
 	rec.FirstToken = rec.Start.Add(ttft)
+	ttfoMetric := m.TTFO
+	if ttfoMetric.Value == nil {
+		ttfoMetric = m.TTFOShort
+	}
+	ttfo, hasTTFO, err := ttfoMetric.duration("time_to_first_output_token")
+	if err != nil {
+		return err
+	}
+	if hasTTFO {
+		rec.FirstOutput = rec.Start.Add(ttfo)
+	}
 	if len(m.ICL.Value) == 0 {
 		return nil
 	}

@@ -29,8 +29,14 @@ type aiFacts struct {
 	hasStart, hasEnd            bool
 	warmup, cancelled, hasError bool
 	ttft, lat, isl, osl, reason aiMetric
-	icl                         aiMetric        // val spans the array
-	gaps                        []time.Duration // scratch, kept across lines
+	ttfo                        aiMetric
+	http                        [len(httpPhases)]aiMetric // http_req_waiting, http_req_connecting
+	sawTTFO                     bool                      // over the lines: a TTFO was read
+	icl                         aiMetric                  // val spans the array
+	gaps                        []time.Duration           // scratch, kept across lines
+	// phases are the line's http_req_* durations read (hasPhase).
+	phases   [len(httpPhases)]time.Duration
+	hasPhase [len(httpPhases)]bool
 }
 
 func aiWalk(j *jsonscan.Scanner, i int, f *aiFacts) (int, bool) {
@@ -79,6 +85,12 @@ func aiMetrics(j *jsonscan.Scanner, i int, f *aiFacts) (int, bool) {
 		switch string(k) {
 		case "time_to_first_token", "ttft": // "ttft" before 2025-10-10
 			m = &f.ttft
+		case "time_to_first_output_token", "time_to_first_output":
+			m = &f.ttfo
+		case httpPhases[0].tag:
+			m = &f.http[0]
+		case httpPhases[1].tag:
+			m = &f.http[1]
 		case "request_latency":
 			m = &f.lat
 		case "input_sequence_length":
@@ -115,9 +127,9 @@ func aiMetrics(j *jsonscan.Scanner, i int, f *aiFacts) (int, bool) {
 // the line needs the encoding/json path (invalid, unusual or an error to
 // explain); skip is true for a warm-up record.
 func aiperfFast(j *jsonscan.Scanner, line []byte, f *aiFacts) (rec llmmetrics.Record, skip, ok bool) {
-	gaps := f.gaps
+	gaps, saw := f.gaps, f.sawTTFO
 	walked := jsonscan.Walk(j, line, f, aiWalk) // zeroes *f
-	f.gaps = gaps
+	f.gaps, f.sawTTFO = gaps, saw
 	if !walked || !f.hasStart || !f.hasEnd {
 		return rec, false, false
 	}
@@ -147,7 +159,25 @@ func aiperfFast(j *jsonscan.Scanner, line []byte, f *aiFacts) (rec llmmetrics.Re
 	if !good1 || !good2 {
 		return rec, false, false
 	}
+	for k, m := range f.http {
+		if !m.found {
+			continue
+		}
+		d, good := aiDuration(line, m.val, m.unit)
+		if !good {
+			return rec, false, false
+		}
+		f.phases[k], f.hasPhase[k] = d, true
+	}
 	rec.FirstToken, rec.LastToken, rec.Chunks = rec.Start.Add(ttft), rec.Start.Add(lat), 1
+	if f.ttfo.found {
+		ttfo, good := aiDuration(line, f.ttfo.val, f.ttfo.unit)
+		if !good {
+			return rec, false, false
+		}
+		rec.FirstOutput = rec.Start.Add(ttfo)
+		f.sawTTFO = true
+	}
 	if f.icl.found && line[f.icl.val.a] == '[' {
 		f.gaps = f.gaps[:0]
 		i, more, good := j.OpenArray(f.icl.val.a, 3)

@@ -24,6 +24,11 @@ func FuzzReport(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	yamls, err := filepath.Glob("testdata/*.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	files = append(files, yamls...)
 	for _, name := range files {
 		b, err := os.ReadFile(name)
 		if err != nil {
@@ -35,8 +40,8 @@ func FuzzReport(f *testing.F) {
 	}
 	f.Add([]byte("\x02" + `{"duration": NaN, "ttfts": [-Infinity], "itls": [[1e300]], "input_lens": [-1], "output_lens": [3e9], "errors": [null]}`))
 	f.Add([]byte("\x04" + `[{"start_time": 1, "end_time": 2, "info": {"response_metrics": {"output_token_times": ["NaN"]}}}]`))
-	defer func(old int) { maxValueBytes = old }(maxValueBytes)
-	maxValueBytes = 64 << 10
+	defer func(old, oldYAML int) { maxValueBytes, maxYAMLBytes = old, oldYAML }(maxValueBytes, maxYAMLBytes)
+	maxValueBytes, maxYAMLBytes = 64<<10, 64<<10
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) == 0 {
 			return

@@ -26,6 +26,7 @@ func init() {
 		},
 		decode: decodeGenAIPerf,
 		notes:  []string{"no TTFO: the format does not tell reasoning from answer tokens"},
+		cannot: map[string]string{"ttfo": noTTFO},
 		clock:  clockWall,
 		ttft:   "genai-perf's: the first response with content (empty responses and [DONE] excluded, as its parser drops them), from the request's timestamp",
 	})

@@ -161,7 +161,7 @@ func TestWrongFormatIsBadInput(t *testing.T) {
 
 // The counts by error type stay small whatever a file names.
 func TestErrorTypesBounded(t *testing.T) {
-	r := &run{}
+	r := &level{}
 	for i := range 1000 {
 		r.countErrorType(strings.Repeat("x", i%100) + string(rune('a'+i%26)))
 	}

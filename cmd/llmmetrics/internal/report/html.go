@@ -1,37 +1,13 @@
 package report
 
 import (
-	"time"
-
-	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/cmd/llmmetrics/internal/present"
 )
 
-// pageSamples collects what the -html page draws beyond the Summary: every
-// completed request's TTFT and every ITL gap (8 bytes each).
-type pageSamples struct {
-	ttft, itl []time.Duration
-}
-
-// keep returns the function that collects them as records are read (nil
-// when no page is asked for).
-func (p *pageSamples) keep(on bool) func(llmmetrics.Record) {
-	if !on {
-		return nil
-	}
-	return func(r llmmetrics.Record) {
-		if r.Outcome != llmmetrics.OutcomeOK {
-			return
-		}
-		if d, ok := r.TTFT(); ok {
-			p.ttft = append(p.ttft, d)
-		}
-		p.itl = append(p.itl, r.ITL...)
-	}
-}
-
-// write writes the run's page to name.
-func (p *pageSamples) write(name string, args []string, r *run, s llmmetrics.Summary) error {
+// writePage writes the run's page to name: per level, its tables and its
+// CDFs of TTFT and ITL (every completed request's TTFT and every gap,
+// kept as the records were read: 8 bytes each).
+func writePage(name string, args []string, r *run, ls []shownLevel) error {
 	var notes []string
 	for _, f := range r.files {
 		notes = append(notes, f.name+": "+f.format.name+", TTFT: "+f.format.ttft)
@@ -41,5 +17,13 @@ func (p *pageSamples) write(name string, args []string, r *run, s llmmetrics.Sum
 	if len(r.files) > 0 {
 		title += ": " + r.files[0].name
 	}
-	return present.WriteFile(name, present.RunPage(title, present.CommandLine(append([]string{"llmmetrics", "report"}, args...)), s, p.ttft, p.itl, notes))
+	levels := make([]present.RunLevel, len(ls))
+	for i, l := range ls {
+		u := l.lv.unknown()
+		levels[i] = present.RunLevel{
+			Label: l.lv.load.String(), Summary: l.sum, TTFT: l.lv.ttft, ITL: l.lv.itl,
+			Unknown: present.Unknown{Input: u.input, Cached: u.cached, Concurrency: u.concurrency, Duration: u.duration},
+		}
+	}
+	return present.WriteFile(name, present.RunPage(title, present.CommandLine(append([]string{"llmmetrics", "report"}, args...)), levels, notes))
 }

@@ -26,6 +26,7 @@ func init() {
 		},
 		decode: decodeInferencePerf,
 		notes:  []string{"no TTFO: the format does not tell reasoning from answer tokens"},
+		cannot: map[string]string{"ttfo": noTTFO},
 		clock:  clockMonotonic,
 		ttft:   "inference-perf's: the first SSE event with content (role-only, usage-only and empty events excluded), from the request's start",
 	})
@@ -99,6 +100,9 @@ func decodeInferencePerf(fr *fileRun) error {
 			return where("%v", err)
 		}
 		serverTokens = serverTokens || server
+		if rm := q.response(); rm != nil && rm.ServerUsage != nil && rm.ServerUsage.PromptTokensDetails != nil {
+			fr.says |= saysCached
+		}
 		if rec.Outcome == llmmetrics.OutcomeOK && rec.Chunks == 1 && rec.FirstToken.Equal(rec.End) {
 			fr.note(fr.src.name + ": requests without chunk times (non-streaming): the first token is taken at end_time, TTFT = E2EL, no ITL")
 		}

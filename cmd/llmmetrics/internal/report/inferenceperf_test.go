@@ -98,3 +98,20 @@ func TestInferencePerfV010IsRefused(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "inference-perf v0.1.0 saves none")
 }
+
+// testdata/inference_perf_v060.json (v0.6.0: response_metrics and
+// request_metrics, but a non-streaming answer's UnaryResponseMetrics
+// without server_usage, which v0.6.1 added) holds the requests of
+// inference_perf_errors.json: the non-streaming request's tokens are then
+// inference-perf's own count, 9, and its input its client-side 29, not the
+// server's 10 and 30; the streaming one keeps its server usage.
+func TestInferencePerfV060(t *testing.T) {
+	s := summaryOf(t, "testdata/inference_perf_v060.json")
+	assert.Equal(t, 3, s.Requests)
+	assert.Equal(t, 2, s.Completed)
+	assert.Equal(t, 1150*ms, s.Duration)
+	assert.Equal(t, 6+9, s.OutputTokens)
+	assert.Equal(t, 50+29, s.InputTokens)
+	assert.Equal(t, 32, s.CachedInputTokens)
+	assert.Equal(t, 40*ms, s.TPOT.Mean) // (400/5 + 0) / 2: the one-chunk answer's TPOT is 0
+}

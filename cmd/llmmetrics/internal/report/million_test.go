@@ -60,10 +60,10 @@ func TestMillionAIPerfRecords(t *testing.T) {
 		}
 	}()
 	t0 := time.Now()
-	r, err := readFiles(context.Background(), []string{file}, "auto", nil, llmmetrics.SummaryOptions{}, nil)
+	r, err := readFiles(context.Background(), []string{file}, "auto", nil, llmmetrics.SummaryOptions{}, false, false)
 	require.NoError(t, err)
 	t1 := time.Now()
-	s := r.sum.Summary()
+	s := r.levels[0].sum.Summary()
 	t2 := time.Now()
 	if h := heapBytes(); h > peak.Load() {
 		peak.Store(h)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -60,15 +61,35 @@ func signed(d time.Duration) string {
 
 func pct(x float64) string { return fmt.Sprintf("%.2f%%", 100*x) }
 
+// shownLevel is a level as printed: its Summary and gate lines.
+type shownLevel struct {
+	lv     *level
+	sum    llmmetrics.Summary
+	checks []check
+	// phases are the level's transport phases (aiperf's http_req_*), in
+	// httpPhases order; Count 0 when the files keep none.
+	phases [len(httpPhases)]llmmetrics.Distribution
+}
+
+// named reports whether the output names each level (several, or one
+// whose file names its load).
+func named(ls []shownLevel) bool { return len(ls) > 1 || ls[0].lv.load != Load{} }
+
 // writeChecks prints one line per check, PASS or FAIL first, so that a CI
-// log can be grepped.
-func writeChecks(w io.Writer, cs []check) {
-	for _, c := range cs {
-		verdict := "PASS"
-		if !c.pass {
-			verdict = "FAIL"
+// log can be grepped; with several levels each line names its level.
+func writeChecks(w io.Writer, ls []shownLevel) {
+	for _, l := range ls {
+		at := ""
+		if len(ls) > 1 {
+			at = " at " + l.lv.load.String()
 		}
-		fmt.Fprintf(w, "%s %s: value %s, limit %s, margin %s\n", verdict, c.name, c.value, c.limit, c.margin)
+		for _, c := range l.checks {
+			verdict := "PASS"
+			if !c.pass {
+				verdict = "FAIL"
+			}
+			fmt.Fprintf(w, "%s %s%s: value %s, limit %s, margin %s\n", verdict, c.name, at, c.value, c.limit, c.margin)
+		}
 	}
 }
 
@@ -85,15 +106,12 @@ func writeNotes(w io.Writer, r *run) {
 		}
 	}
 	if r.clock == clockRelative {
-		fmt.Fprintf(w, "run duration: %v, the sum of the durations the files state (their requests laid end to end)\n", r.duration)
+		fmt.Fprintln(w, "run duration: the sum of the durations the files state (their requests laid end to end), per level")
 	} else if r.n > 0 {
-		fmt.Fprintln(w, "run duration: from the earliest start to the latest end over all files")
+		fmt.Fprintln(w, "run duration: from the earliest start to the latest end over all files, per level")
 	}
 	for _, n := range r.notes {
 		fmt.Fprintf(w, "note: %s\n", n)
-	}
-	if len(r.errorTypes) > 0 {
-		fmt.Fprintf(w, "failed and canceled by error_type: %s\n", errorTypeCounts(r.errorTypes))
 	}
 }
 
@@ -114,24 +132,60 @@ func errorTypeCounts(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// writeSummary prints the run as a short table.
-func writeSummary(w io.Writer, r *run, s llmmetrics.Summary) {
+// writeRun prints the notes, each level as a short table, and the gate.
+func writeRun(w io.Writer, r *run, ls []shownLevel) {
 	writeNotes(w, r)
-	fmt.Fprintf(w, "\n%d requests: %d ok, %d failed, %d canceled, over %v\n",
-		s.Requests, s.Completed, s.Failed, s.Canceled, s.Duration.Round(time.Millisecond))
-	fmt.Fprintf(w, "throughput: %.2f requests/s, %.1f output tokens/s, %.1f total tokens/s (%d input, %d output tokens)\n",
-		s.RequestThroughput, s.OutputThroughput, s.TotalTokenThroughput, s.InputTokens, s.OutputTokens)
+	for _, l := range ls {
+		if named(ls) {
+			fmt.Fprintf(w, "\nlevel: %s\n", l.lv.load)
+		}
+		writeLevel(w, l)
+	}
+	writeChecks(w, ls)
+}
+
+// writeLevel prints one level's summary; what is not known is printed so.
+func writeLevel(w io.Writer, l shownLevel) {
+	lv, s := l.lv, l.sum
+	u := lv.unknown()
+	over := "over " + s.Duration.Round(time.Millisecond).String()
+	if u.duration {
+		over = "over an unknown duration (no start times and no stated duration: no rate is known)"
+	}
+	fmt.Fprintf(w, "\n%d requests: %d ok, %d failed, %d canceled, %s\n",
+		s.Requests, s.Completed, s.Failed, s.Canceled, over)
+	rate := func(x float64, f string, known bool) string {
+		if !known {
+			return "unknown"
+		}
+		return fmt.Sprintf(f, x)
+	}
+	fmt.Fprintf(w, "throughput: %s requests/s, %s output tokens/s, %s total tokens/s (%s, %d output tokens)\n",
+		rate(s.RequestThroughput, "%.2f", !u.duration), rate(s.OutputThroughput, "%.1f", !u.duration),
+		rate(s.TotalTokenThroughput, "%.1f", !u.duration && !u.input), inputText(lv, s), s.OutputTokens)
 	if !s.SLO.IsZero() {
-		fmt.Fprintf(w, "goodput (SLO %v): %d good, %.2f requests/s, %.1f tokens/s, attainment %s\n",
-			s.SLO, s.Goodput.Good, s.Goodput.RequestsPerSecond, s.Goodput.TokensPerSecond, pct(s.Goodput.Attainment))
+		fmt.Fprintf(w, "goodput (SLO %v): %d good, %s requests/s, %s tokens/s, attainment %s\n",
+			s.SLO, s.Goodput.Good, rate(s.Goodput.RequestsPerSecond, "%.2f", !u.duration),
+			rate(s.Goodput.TokensPerSecond, "%.1f", !u.duration), pct(s.Goodput.Attainment))
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "ms\tcount\tmean\tp50\tp90\tp95\tp99\tmax\t")
-	for _, row := range []struct {
+	rows := []struct {
 		name string
 		d    llmmetrics.Distribution
-	}{{"TTFT", s.TTFT}, {"TTFO", s.TTFO}, {"TPOT", s.TPOT}, {"ITL", s.ITL}, {"E2EL", s.E2EL}} {
+	}{{"TTFT", s.TTFT}, {"TTFO", s.TTFO}, {"TPOT", s.TPOT}, {"ITL", s.ITL}, {"E2EL", s.E2EL}}
+	var phases []string
+	for k, d := range l.phases {
+		if d.Count > 0 {
+			rows = append(rows, struct {
+				name string
+				d    llmmetrics.Distribution
+			}{httpPhases[k].name, d})
+			phases = append(phases, httpPhases[k].name+": aiperf's "+httpPhases[k].tag)
+		}
+	}
+	for _, row := range rows {
 		cells := []string{row.name, fmt.Sprint(row.d.Count)}
 		if row.d.Count == 0 {
 			cells = append(cells, "-", "-", "-", "-", "-", "-")
@@ -146,7 +200,57 @@ func writeSummary(w io.Writer, r *run, s llmmetrics.Summary) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	tw.Flush()
+	if len(phases) > 0 {
+		fmt.Fprintf(w, "(%s: the request's transport phases, of completed requests)\n", strings.Join(phases, "; "))
+	}
+	if len(lv.errorTypes) > 0 {
+		fmt.Fprintf(w, "failed and canceled by error_type: %s\n", errorTypeCounts(lv.errorTypes))
+	}
 	fmt.Fprintln(w)
 }
 
+// inputText says the input tokens of a level: the total, or that some or
+// all of its completed requests have no count.
+func inputText(lv *level, s llmmetrics.Summary) string {
+	switch {
+	case lv.noInput == 0:
+		return fmt.Sprintf("%d input", s.InputTokens)
+	case lv.noInput == lv.completed:
+		return "input tokens unknown"
+	}
+	return fmt.Sprintf("%d input tokens in %d of %d requests, the others' unknown", s.InputTokens, lv.completed-lv.noInput, lv.completed)
+}
+
 func millis(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/1e6) }
+
+// writeJSON prints the Summary JSON of one level, or with several levels
+// {"levels": [{"level", "mode", "load", "detail", "summary"}]}.
+func writeJSON(w io.Writer, ls []shownLevel) error {
+	type jsonLevel struct {
+		Level   string          `json:"level"`
+		Mode    string          `json:"mode,omitempty"`
+		Load    float64         `json:"load,omitempty"`
+		Detail  string          `json:"detail,omitempty"`
+		Summary json.RawMessage `json:"summary"`
+	}
+	var out any
+	var levels []jsonLevel
+	for _, l := range ls {
+		raw, err := summaryJSON(l.sum, l.lv.unknown(), l.phases)
+		if err != nil {
+			return err
+		}
+		ld := l.lv.load
+		levels = append(levels, jsonLevel{Level: ld.String(), Mode: ld.Mode, Load: ld.Value, Detail: ld.Detail, Summary: raw})
+	}
+	if len(levels) == 1 {
+		out = levels[0].Summary
+	} else {
+		out = struct {
+			Levels []jsonLevel `json:"levels"`
+		}{levels}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

@@ -4,63 +4,50 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
 )
 
-// Result is what Read makes of one or more result files: one run.
-type Result struct {
-	// Summarizer holds every request of every file; for the formats that
-	// state their run's duration (vLLM) it is set, else the Summarizer
-	// takes the span from the earliest start to the latest end.
-	Summarizer *llmmetrics.Summarizer
-	// Requests is the number of requests read.
-	Requests int
-	// Formats is the format of each file, in order.
-	Formats []string
-	// Notes say what the formats could not provide ("no TTFO: …").
-	Notes []string
-	// ErrorTypes counts the failed and canceled requests by error_type
-	// ("unknown" where the file does not say).
-	ErrorTypes map[string]int
-}
-
-// Read reads the per-request results in files (format "auto" detects each
-// file's format; else one of records, vllm, aiperf, inference-perf,
-// genai-perf) as one run summarized with opts, as "llmmetrics report"
-// does. The error of a bad file names the file and line (an *inputError
-// prints as "file:line: why"). A path of "-" is not special here.
-func Read(ctx context.Context, files []string, format string, opts llmmetrics.SummaryOptions) (*Result, error) {
-	if format != "auto" && formatByName(format) == nil {
-		return nil, fmt.Errorf("unknown format %q (want auto or %s)", format, joinOr(formatNames()))
-	}
-	r, err := readFiles(ctx, files, format, nil, opts, nil)
-	if err != nil {
-		return nil, err
-	}
-	res := &Result{Summarizer: r.sum, Requests: r.n, Notes: r.notes, ErrorTypes: r.errorTypes}
-	for _, f := range r.files {
-		res.Formats = append(res.Formats, f.format.name)
-	}
-	return res, nil
-}
-
 // Records is what ReadRecords returns: the requests of a set of files as
-// one run.
+// one run, in its load levels.
 type Records struct {
 	// Records holds every request, in file order.
 	Records []llmmetrics.Record
-	// Duration is the run duration that per-file-relative formats (vLLM)
-	// state, summed over the files; 0 means the run spans the records,
-	// max(End) − min(Start).
+	// Duration is the run duration that per-file-relative formats (vLLM,
+	// SGLang, LLMPerf) state, summed over the levels; 0 means the run
+	// spans the records, max(End) − min(Start).
 	Duration time.Duration
+	// Levels are the run's load levels, in order of first appearance (one,
+	// of Load{}, for files that name no load).
+	Levels []Level
 	// Formats names each file's format, in file order.
 	Formats []string
 	// Notes say what the formats cannot provide (e.g. no ITL).
 	Notes []string
+	// Cannot names the latencies ("itl", "ttfo") the formats read cannot
+	// give at all, each with why: a comparison leaves them out rather
+	// than call their absence a regression.
+	Cannot map[string]string
+	// Defs say which TTFT each format's file holds, and how its tool
+	// defines its own figures where they differ from these ("GuideLLM's
+	// own TPOT includes the first token"), each prefixed with the format's
+	// name.
+	Defs []string
+}
+
+// Level is one load level of a Records.
+type Level struct {
+	Load    Load
+	Records []llmmetrics.Record
+	// Duration is the level's stated duration (0: its records' span).
+	Duration time.Duration
+	// NoDuration: no duration is known (no rate can be computed);
+	// NoStarts: the requests have no start times (no peak concurrency).
+	NoDuration, NoStarts bool
+	// Formats names the formats its records came from.
+	Formats []string
 }
 
 // ReadRecords reads files as "llmmetrics report" does: format "auto"
@@ -70,18 +57,26 @@ func ReadRecords(ctx context.Context, files []string, format string, stdin io.Re
 	if format != "auto" && formatByName(format) == nil {
 		return nil, fmt.Errorf("-format %q: unknown format (want auto, %s)", format, strings.Join(formatNames(), ", "))
 	}
-	out := &Records{}
-	r, err := readFiles(ctx, files, format, stdin, llmmetrics.SummaryOptions{}, func(rec llmmetrics.Record) {
-		rec.ITL = slices.Clone(rec.ITL) // a decoder may reuse its ITL scratch
-		out.Records = append(out.Records, rec)
-	})
+	r, err := readFiles(ctx, files, format, stdin, llmmetrics.SummaryOptions{}, false, true)
 	if err != nil {
 		return nil, err
 	}
-	out.Duration = r.duration
+	out := &Records{Records: r.recs, Notes: r.notes, Cannot: r.cannot}
+	for _, lv := range r.levels {
+		out.Duration += lv.relDuration
+		out.Levels = append(out.Levels, Level{Load: lv.load, Records: lv.recs, Duration: lv.relDuration,
+			NoDuration: lv.noDuration, NoStarts: lv.noStarts, Formats: lv.formats})
+	}
+	seen := map[string]bool{}
 	for _, f := range r.files {
 		out.Formats = append(out.Formats, f.format.name)
+		if !seen[f.format.name] {
+			seen[f.format.name] = true
+			out.Defs = append(out.Defs, f.format.name+": TTFT is "+f.format.ttft)
+			for _, d := range f.format.defs {
+				out.Defs = append(out.Defs, f.format.name+": "+d)
+			}
+		}
 	}
-	out.Notes = r.notes
 	return out, nil
 }

@@ -10,13 +10,15 @@ import (
 
 // The format of `llmmetrics bench`'s DIR/records.jsonl (docs/command.md):
 // one JSON object per line, {"mode", "load", "repeat", "record"}, where
-// record is an llmmetrics.Record in its own JSON form.
+// record is an llmmetrics.Record in its own JSON form. Each mode and load
+// is a level of the run.
 func init() {
 	formats = append(formats, &format{
 		name:   "records",
 		detect: func(h []byte) bool { return h[0] == '{' && bytes.Contains(firstLine(h), []byte(`"record"`)) },
 		decode: decodeRecords,
 		clock:  clockWall,
+		says:   saysCached | saysReasoning | saysCacheWrite,
 		ttft:   "llmmetrics: the first chunk that carries tokens (reasoning or answer), measured by the client",
 	})
 }
@@ -40,9 +42,8 @@ type benchLine struct {
 func decodeRecords(fr *fileRun) error {
 	src := fr.src
 	var (
-		rec        llmmetrics.Record // reused: its ITL keeps its storage
-		first      benchLine         // the first line's level
-		manyLevels bool
+		rec  llmmetrics.Record // reused: its ITL keeps its storage
+		load Load
 	)
 	for {
 		line, n, err := src.nextLine()
@@ -60,17 +61,16 @@ func decodeRecords(fr *fileRun) error {
 		if bl.Record == nil || !bytes.Contains(line, []byte(`"record"`)) {
 			return src.errorf(n, `malformed line: no "record"`)
 		}
-		if first.Record == nil {
-			first = bl
-		}
-		manyLevels = manyLevels || bl.Mode != first.Mode || bl.Load != first.Load
 		at := func(format string, args ...any) error { return src.errorf(n, format, args...) }
+		if l := (Load{Mode: bl.Mode, Value: bl.Load}); fr.lv == nil || l != load {
+			load = l
+			if err := fr.setLevel(load); err != nil {
+				return at("%v", err)
+			}
+		}
 		if err := fr.emit(at, rec); err != nil {
 			return err
 		}
-	}
-	if manyLevels {
-		fr.note(src.name + ": holds several load levels, summarized here as one run")
 	}
 	return nil
 }

@@ -1,16 +1,17 @@
 // Package report is the "llmmetrics report" subcommand: the summary of any
 // benchmark tool's per-request results, and a CI gate.
 //
-// Each input format has a decoder (records.go, vllm.go, aiperf.go,
-// inferenceperf.go, genaiperf.go) that streams its file and hands every
-// request to an emit function as an llmmetrics.Record; the records of all
-// files are summarized as one run by an llmmetrics.Summarizer, which keeps
+// Each input format has a decoder (records.go, vllm.go, sglang.go,
+// guidellm.go, llmperf.go, aiperf.go, inferenceperf.go, genaiperf.go) that
+// streams its file and hands every request to an emit function as an
+// llmmetrics.Record, in the load level its file names (a GuideLLM
+// benchmark's strategy, an SGLang run's rate); the records of each level,
+// from every file, are summarized by one llmmetrics.Summarizer, which keeps
 // only the numbers (the Records are not held).
 package report
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,7 +19,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/saturation"
@@ -38,6 +38,7 @@ type options struct {
 	attainment float64
 	json       bool
 	html       string // -html FILE
+	level      string // -level: the one level to summarize and gate
 }
 
 // Main runs "llmmetrics report" with args (the flags and files after the
@@ -48,39 +49,52 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	if files == nil {
 		return code
 	}
-	var pg pageSamples
-	run, err := readFiles(ctx, files, o.format, stdin, llmmetrics.SummaryOptions{
+	r, err := readFiles(ctx, files, o.format, stdin, llmmetrics.SummaryOptions{
 		Percentiles: percentiles(o.objectives),
 		SLO:         o.slo,
-	}, pg.keep(o.html != ""))
+	}, o.html != "", false)
 	if err != nil {
 		fmt.Fprintf(stderr, "llmmetrics report: %v\n", err)
 		return exitBad
 	}
-	sum := run.sum.Summary()
-	checks := gate(sum, o)
-	if o.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(sum); err != nil {
+	levels := r.levels
+	if o.level != "" {
+		lv, err := selectLevel(r.levels, o.level)
+		if err != nil {
 			fmt.Fprintf(stderr, "llmmetrics report: %v\n", err)
 			return exitBad
 		}
-		writeNotes(stderr, run)
-		writeChecks(stderr, checks)
+		levels = []*level{lv}
+	}
+	shown := make([]shownLevel, len(levels))
+	for i, lv := range levels {
+		s := lv.sum.Summary()
+		shown[i] = shownLevel{lv: lv, sum: s, checks: gate(s, o)}
+		for k := range httpPhases {
+			shown[i].phases[k] = lv.phaseDistribution(k, r.opts.Percentiles)
+		}
+	}
+	if o.json {
+		if err := writeJSON(stdout, shown); err != nil {
+			fmt.Fprintf(stderr, "llmmetrics report: %v\n", err)
+			return exitBad
+		}
+		writeNotes(stderr, r)
+		writeChecks(stderr, shown)
 	} else {
-		writeSummary(stdout, run, sum)
-		writeChecks(stdout, checks)
+		writeRun(stdout, r, shown)
 	}
 	if o.html != "" {
-		if err := pg.write(o.html, args, run, sum); err != nil {
+		if err := writePage(o.html, args, r, shown); err != nil {
 			fmt.Fprintf(stderr, "llmmetrics report: %v\n", err)
 			return exitBad
 		}
 	}
-	for _, c := range checks {
-		if !c.pass {
-			return exitFail
+	for _, l := range shown {
+		for _, c := range l.checks {
+			if !c.pass {
+				return exitFail
+			}
 		}
 	}
 	return exitOK
@@ -128,7 +142,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("llmmetrics report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: llmmetrics report [-format auto|records|vllm|aiperf|inference-perf|genai-perf] [-slo S] [-objective O]... [-json] [-html FILE] FILE...")
+		fmt.Fprintf(stderr, "usage: llmmetrics report [-format auto|%s] [-level L] [-slo S] [-objective O]... [-json] [-html FILE] FILE...\n", strings.Join(formatNames(), "|"))
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.format, "format", "auto", "input format: auto (detected from the content), "+strings.Join(formatNames(), ", "))
@@ -142,6 +156,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 		o.objectives = append(o.objectives, obj)
 		return nil
 	})
+	fs.StringVar(&o.level, "level", "", "summarize and gate only this load level of a file of several (a sweep): its load as printed, e.g. 'rate 2' or 'concurrency 8', or the number alone")
 	fs.BoolVar(&o.json, "json", false, "print the Summary as JSON (gate lines then go to stderr)")
 	fs.StringVar(&o.html, "html", "", "also write the run as a self-contained HTML page (table, CDFs of TTFT and ITL) to this file")
 	return fs
@@ -159,34 +174,26 @@ func percentiles(objs []llmmetrics.Objective) []float64 {
 	return ps
 }
 
-// run is what the input files hold, as one run.
+// run is what the input files hold: one run, in one or more load levels.
 type run struct {
 	files []fileInfo
-	sum   *llmmetrics.Summarizer // every record of every file
-	n     int                    // records added to sum
-	// duration is the run duration to divide by; 0 lets the Summarizer
-	// take max(End) − min(Start) over the records.
-	duration time.Duration
-	notes    []string // what the formats could not provide, said once each
-	// errorTypes counts the failed and canceled requests by error_type
-	// ("unknown" where the file does not say).
-	errorTypes map[string]int
-	// keep, when set, receives every record as it is added (ReadRecords).
-	keep func(llmmetrics.Record)
+	opts  llmmetrics.SummaryOptions
+	// levels are the run's load levels, in order of first appearance: one
+	// for files that name no load, one per benchmark of a sweep file.
+	levels []*level
+	n      int      // records read
+	notes  []string // what the formats could not provide, said once each
+	// cannot names the latencies the formats read cannot give at all
+	// ("itl": why), for a comparison.
+	cannot map[string]string
+	// keepSamples makes each level keep what the -html page draws;
+	// keepRecords makes it keep its records (ReadRecords).
+	keepSamples, keepRecords bool
+	recs                     []llmmetrics.Record // every record in file order (keepRecords)
 
-	clock       string        // the clock of the files read so far
-	clockFile   string        // the first file, named when another's clock differs
-	relDuration time.Duration // Σ durations of clockRelative files
+	clock     string // the clock of the files read so far
+	clockFile string // the first file, named when another's clock differs
 }
-
-// relativeBase is where the next clockRelative document's requests start:
-// after the previous documents' durations (documents are laid end to end).
-func (r *run) relativeBase() time.Time {
-	return time.Unix(0, 0).UTC().Add(r.relDuration)
-}
-
-// addRelative adds a clockRelative document's own duration to the run.
-func (r *run) addRelative(d time.Duration) { r.relDuration += d }
 
 // fileInfo is one input file as read.
 type fileInfo struct {
@@ -196,13 +203,12 @@ type fileInfo struct {
 }
 
 // readFiles decodes every file, in order, into one run summarized with
-// opts (its Duration is set here).
-func readFiles(ctx context.Context, names []string, formatName string, stdin io.Reader, opts llmmetrics.SummaryOptions, keep func(llmmetrics.Record)) (*run, error) {
-	sum, err := llmmetrics.NewSummarizer(opts)
-	if err != nil {
+// opts (each level's Duration is set here).
+func readFiles(ctx context.Context, names []string, formatName string, stdin io.Reader, opts llmmetrics.SummaryOptions, keepSamples, keepRecords bool) (*run, error) {
+	if _, err := llmmetrics.NewSummarizer(opts); err != nil {
 		return nil, err
 	}
-	r := &run{sum: sum, keep: keep}
+	r := &run{opts: opts, keepSamples: keepSamples, keepRecords: keepRecords}
 	for _, name := range names {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -211,9 +217,10 @@ func readFiles(ctx context.Context, names []string, formatName string, stdin io.
 			return nil, err
 		}
 	}
-	if r.clock == clockRelative {
-		r.duration = r.relDuration
-		r.sum.SetDuration(r.duration)
+	for _, lv := range r.levels {
+		if lv.relDuration > 0 {
+			lv.sum.SetDuration(lv.relDuration)
+		}
 	}
 	return r, nil
 }
@@ -248,7 +255,7 @@ func (r *run) readFile(name, formatName string, stdin io.Reader) error {
 		r.clock, r.clockFile = fm.clock, name
 	}
 	before := r.n
-	fr := &fileRun{run: r, src: src}
+	fr := &fileRun{run: r, src: src, fm: fm}
 	if err := fm.decode(fr); err != nil {
 		return err
 	}
@@ -261,6 +268,9 @@ func (r *run) readFile(name, formatName string, stdin io.Reader) error {
 		if !slices.Contains(r.notes, n) {
 			r.notes = append(r.notes, n)
 		}
+	}
+	for k, why := range fm.cannot {
+		fr.cannot(k, why)
 	}
 	return nil
 }

@@ -27,6 +27,14 @@ type format struct {
 	notes []string
 	// ttft says which TTFT definition the numbers follow.
 	ttft string
+	// says is what the format saves where a 0 would otherwise mean "not
+	// said" (cached and reasoning tokens).
+	says says
+	// cannot names the latencies the format never gives ("ttfo": why).
+	cannot map[string]string
+	// defs name where the tool's own figures are defined apart from
+	// these (its TPOT, its ITL), for a comparison across tools.
+	defs []string
 	// clock says what the format's times are measured on: clockWall
 	// (Unix time), clockMonotonic (a monotonic clock of the machine, e.g.
 	// Python's time.perf_counter: comparable between files of one machine
@@ -204,16 +212,42 @@ func (s *source) unmarshalLine(line []byte, v any) error {
 	return err
 }
 
-// fileRun is what a decoder writes into: the run's Summarizer.
+// fileRun is what a decoder writes into: the run's levels.
 type fileRun struct {
 	run *run
 	src *source
+	fm  *format
+	lv  *level // the level records go to; nil: the level of no load
+	// says is what this file's records say beyond the format's own says
+	// (set by a decoder that finds, e.g., cached token counts).
+	says says
 }
 
-// emit validates rec (where names its position) and adds it to the run
-// (the Summarizer copies what it keeps: rec.ITL may be the decoder's
-// scratch). A record whose counts are not counts, or whose times are out of
-// order, is bad input.
+// setLevel sends the next records to the level of load.
+func (fr *fileRun) setLevel(load Load) error {
+	lv, err := fr.run.levelOf(load)
+	if err != nil {
+		return err
+	}
+	fr.lv = lv
+	lv.addFormat(fr.fm.name)
+	return nil
+}
+
+// level returns the level records go to.
+func (fr *fileRun) level() (*level, error) {
+	if fr.lv == nil {
+		if err := fr.setLevel(Load{}); err != nil {
+			return nil, err
+		}
+	}
+	return fr.lv, nil
+}
+
+// emit validates rec (where names its position) and adds it to the
+// current level (the Summarizer copies what it keeps: rec.ITL may be the
+// decoder's scratch). A record whose counts are not counts, or whose times
+// are out of order, is bad input.
 func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmetrics.Record) error {
 	if why := badCount(&rec); why != "" {
 		return where("%s", why)
@@ -221,20 +255,36 @@ func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmet
 	if why := outOfOrder(&rec); why != "" {
 		return where("record times out of order: %s", why)
 	}
-	fr.run.sum.Add(rec)
-	fr.run.n++
-	if rec.Outcome != llmmetrics.OutcomeOK {
-		fr.run.countErrorType(rec.ErrorType)
+	lv, err := fr.level()
+	if err != nil {
+		return where("%v", err)
 	}
-	if fr.run.keep != nil {
-		fr.run.keep(rec)
+	lv.sum.Add(rec)
+	lv.n++
+	fr.run.n++
+	lv.says |= fr.fm.says | fr.says
+	if rec.Outcome == llmmetrics.OutcomeOK {
+		lv.completed++
+		if rec.InputTokens == 0 {
+			lv.noInput++
+		}
+		if lv.keep {
+			if d, ok := rec.TTFT(); ok {
+				lv.ttft = append(lv.ttft, d)
+			}
+			lv.itl = append(lv.itl, rec.ITL...)
+		}
+	} else {
+		lv.countErrorType(rec.ErrorType)
+	}
+	if fr.run.keepRecords {
+		rec.ITL = slices.Clone(rec.ITL) // a decoder may reuse its ITL scratch
+		lv.recs = append(lv.recs, rec)
+		fr.run.recs = append(fr.run.recs, rec)
 	}
 	return nil
 }
 
-// outOfOrder says why rec's times are not Start ≤ FirstToken ≤ FirstOutput
-// ≤ End and FirstToken ≤ LastToken ≤ End, or a gap is negative ("" when
-// they are in order).
 // badCount says which count of rec is not a count ("" when all are).
 func badCount(r *llmmetrics.Record) string {
 	for _, c := range []struct {
@@ -249,6 +299,9 @@ func badCount(r *llmmetrics.Record) string {
 	return ""
 }
 
+// outOfOrder says why rec's times are not Start ≤ FirstToken ≤ FirstOutput
+// ≤ End and FirstToken ≤ LastToken ≤ End, or a gap is negative ("" when
+// they are in order).
 func outOfOrder(r *llmmetrics.Record) string {
 	if r.Start.IsZero() {
 		return "no start time"
@@ -281,27 +334,33 @@ func outOfOrder(r *llmmetrics.Record) string {
 	return ""
 }
 
+// cannot records that the file gives no values of latency metric ("itl",
+// "ttfo"), and why, for a comparison.
+func (fr *fileRun) cannot(metric, why string) {
+	if fr.run.cannot == nil {
+		fr.run.cannot = map[string]string{}
+	}
+	if _, ok := fr.run.cannot[metric]; !ok {
+		fr.run.cannot[metric] = fr.fm.name + ": " + why
+	}
+}
+
 // note records something the reader should know about the run (said once).
 func (fr *fileRun) note(s string) {
-	if !slices.Contains(fr.run.notes, s) {
+	switch {
+	case slices.Contains(fr.run.notes, s):
+	case len(fr.run.notes) == maxNotes:
+		fr.run.notes = append(fr.run.notes, "further notes left out")
+	case len(fr.run.notes) < maxNotes:
 		fr.run.notes = append(fr.run.notes, s)
 	}
 }
 
-// maxErrorTypes is how many distinct error types are counted apart; the
-// rest (and any longer than 64 bytes) are counted as "_OTHER", so that a
-// file cannot grow the count without bound.
-const maxErrorTypes = 64
+// maxNotes bounds the notes of a run (a file of many levels may give one
+// note each).
+const maxNotes = 100
 
-func (r *run) countErrorType(et string) {
-	if r.errorTypes == nil {
-		r.errorTypes = map[string]int{}
-	}
-	switch _, seen := r.errorTypes[et]; {
-	case et == "":
-		et = "unknown"
-	case len(et) > 64, !seen && len(r.errorTypes) >= maxErrorTypes:
-		et = "_OTHER"
-	}
-	r.errorTypes[et]++
-}
+// maxErrorTypes is how many distinct error types are counted apart (per
+// level); the rest (and any longer than 64 bytes) are counted as "_OTHER",
+// so that a file cannot grow the count without bound.
+const maxErrorTypes = 64

@@ -22,6 +22,7 @@ func init() {
 		},
 		decode: decodeVLLM,
 		notes:  []string{"no TTFO: the format does not tell reasoning from answer tokens"},
+		cannot: map[string]string{"ttfo": noTTFO},
 		clock:  clockRelative,
 		ttft:   "vLLM's: the first SSE event with a non-empty choices list (its text may be empty), measured from the request's send",
 	})
@@ -40,6 +41,7 @@ type vllmDoc struct {
 	gapEnd            []int          // request i's gaps end at gapEnd[i]
 	nErrs             int            // entries of "errors"
 	errTypes          map[int]string // the error_type of each request with an error text
+	cached            []int32        // SGLang --cache-report: cached input tokens
 	has               map[string]bool
 }
 
@@ -70,6 +72,7 @@ var vllmColumns = map[string]func(d *jdec, v *vllmDoc, key string) error{
 			return nil
 		})
 	},
+	"cached_tokens": func(d *jdec, v *vllmDoc, key string) error { return d.counts(key, &v.cached) },
 	"errors": func(d *jdec, v *vllmDoc, key string) error {
 		return d.array(key, func(i int) error {
 			var s *string
@@ -99,24 +102,43 @@ func decodeVLLM(fr *fileRun) error {
 }
 
 func decodeVLLMDoc(fr *fileRun, d *jdec) error {
-	v := vllmDoc{has: map[string]bool{}, errTypes: map[int]string{}}
-	err := d.object("vLLM result", func(key string) error {
-		col, ok := vllmColumns[key]
-		if !ok {
-			return d.skip()
-		}
-		v.has[key] = true
-		return col(d, &v, key)
+	v := newVLLMDoc()
+	if err := d.object("vLLM result", func(key string) error { return v.column(d, key) }); err != nil {
+		return err
+	}
+	at := func(format string, args ...any) error { return d.errorf(format, args...) }
+	lv, err := fr.level()
+	if err != nil {
+		return at("%v", err)
+	}
+	dur, err := v.check(fr, "vLLM result", at, func(key string) error {
+		return at("vLLM result without %q: this version of vLLM is not one report reads (see docs/report.md), or the file was saved without --save-result --save-detailed", key)
 	})
 	if err != nil {
 		return err
 	}
-	at := func(format string, args ...any) error { return d.errorf(format, args...) }
-	dur, err := v.check(fr, at)
-	if err != nil {
-		return err
+	return v.emit(fr, lv, dur, at)
+}
+
+func newVLLMDoc() *vllmDoc {
+	return &vllmDoc{has: map[string]bool{}, errTypes: map[int]string{}}
+}
+
+// column reads the member key of a result document into v: a per-request
+// column, or skipped.
+func (v *vllmDoc) column(d *jdec, key string) error {
+	col, ok := vllmColumns[key]
+	if !ok {
+		return d.skip()
 	}
-	base := fr.run.relativeBase()
+	v.has[key] = true
+	return col(d, v, key)
+}
+
+// emit adds the document's requests to lv, laid after its previous
+// documents, and the document's duration to lv's.
+func (v *vllmDoc) emit(fr *fileRun, lv *level, dur time.Duration, at func(string, ...any) error) error {
+	base := lv.relativeBase()
 	var scratch []time.Duration
 	for i := range v.ttft {
 		rec, err := v.record(i, base, &scratch)
@@ -128,7 +150,7 @@ func decodeVLLMDoc(fr *fileRun, d *jdec) error {
 			return err
 		}
 	}
-	fr.run.addRelative(dur)
+	lv.relDuration += dur
 	return nil
 }
 

@@ -13,30 +13,34 @@ import (
 
 // check validates the columns of a document (every array as long as
 // "ttfts", a duration in range) and returns the run's duration.
-func (v *vllmDoc) check(fr *fileRun, at func(string, ...any) error) (time.Duration, error) {
+func (v *vllmDoc) check(fr *fileRun, kind string, at func(string, ...any) error, missing func(key string) error) (time.Duration, error) {
 	for _, k := range []string{"ttfts", "itls", "input_lens", "output_lens", "errors"} {
 		if !v.has[k] {
-			return 0, at("vLLM result without %q: this version of vLLM is not one report reads (see docs/report.md), or the file was saved without --save-result --save-detailed", k)
+			return 0, missing(k)
 		}
 	}
 	dur, ok := seconds(v.duration)
 	if !v.has["duration"] || !ok || dur <= 0 {
-		return 0, at(`vLLM result without a positive "duration" (or one out of range: %v s)`, v.duration)
+		return 0, at(`%s without a positive "duration" (or one out of range: %v s)`, kind, v.duration)
 	}
 	n := len(v.ttft)
 	lens := []struct {
 		key string
 		n   int
-	}{{"itls", len(v.gapEnd)}, {"input_lens", len(v.in)}, {"output_lens", len(v.out)}, {"errors", v.nErrs}, {"latencies", len(v.lat)}, {"start_times", len(v.starts)}}
+	}{{"itls", len(v.gapEnd)}, {"input_lens", len(v.in)}, {"output_lens", len(v.out)}, {"errors", v.nErrs}, {"latencies", len(v.lat)}, {"start_times", len(v.starts)}, {"cached_tokens", len(v.cached)}}
 	for _, l := range lens {
 		if v.has[l.key] && l.n != n {
-			return 0, at("vLLM result: %q has %d entries, \"ttfts\" %d", l.key, l.n, n)
+			return 0, at("%s: %q has %d entries, \"ttfts\" %d", kind, l.key, l.n, n)
 		}
 	}
+	vllm := kind == "vLLM result"
 	if !v.has["start_times"] {
-		fr.note(fr.src.name + `: no "start_times" (vLLM before they were saved): every request is placed at the run's start, so peak and mean concurrency are not meaningful`)
+		fr.lv.noStarts = true
 	}
-	if !v.has["latencies"] {
+	if !v.has["start_times"] && vllm {
+		fr.note(fr.src.name + `: no "start_times" (vLLM before they were saved): every request is placed at the run's start, so the peak concurrency is not known`)
+	}
+	if !v.has["latencies"] && vllm {
 		fr.note(fr.src.name + `: no "latencies" (vLLM saves none): E2EL is ttft + the sum of itls, the time of the last token event, as vLLM computes its latency`)
 	}
 	if len(v.starts) > 0 {
@@ -88,6 +92,9 @@ func (v *vllmDoc) record(i int, base time.Time, scratch *[]time.Duration) (llmme
 	rec.FirstToken, rec.LastToken = rec.Start.Add(ttft), rec.Start.Add(lat)
 	rec.End = rec.LastToken
 	rec.OutputTokens = int(v.out[i])
+	if v.cached != nil {
+		rec.CachedInputTokens = int(v.cached[i])
+	}
 	rec.Chunks = len(gaps) + 1
 	rec.ITL = gaps // the Summarizer copies what it keeps
 	return rec, nil
@@ -106,14 +113,20 @@ var statusCodes = func() map[string]string {
 	return m
 }()
 
-// vllmErrorType returns the error_type of a vLLM error text: the status
-// code of an HTTP reason phrase; for a Python traceback (what vLLM saves
-// when the request raised), the exception's class name
+// vllmErrorType returns the error_type of a vLLM or SGLang error text: the
+// status code of an HTTP reason phrase (alone, or followed by ": " and the
+// answer's body, as SGLang saves it); for a Python traceback (what both
+// save when the request raised), the exception's class name
 // ("ClientConnectorError", "TimeoutError"); else "_OTHER".
 func vllmErrorType(s string) string {
 	s = strings.TrimSpace(s)
 	if c, ok := statusCodes[s]; ok {
 		return c
+	}
+	if reason, _, ok := strings.Cut(s, ": "); ok {
+		if c, ok := statusCodes[reason]; ok {
+			return c
+		}
 	}
 	last := s[strings.LastIndexByte(s, '\n')+1:]
 	name, _, _ := strings.Cut(last, ":")
