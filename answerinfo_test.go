@@ -54,6 +54,8 @@ var fixtureAnswers = map[string]answerSeen{
 	"groq_x_groq_usage.sse":                              {"llama-3.3-70b-versatile", "chatcmpl-5b1e2d3c-4f5a-6b7c-8d9e-0f1a2b3c4d5e", "stop"},
 	"llamacpp_chat_usage_timings.sse":                    {"m", "chatcmpl-2eUQGxa16cMNYMQWYQmK2JURiplAqwdV", "length"},
 	"llamacpp_completions.sse":                           {"m", "chatcmpl-3ssEHUyJ0abXVn4J7G5qn4LzSmwdsKU8", "length"},
+	"llamacpp_prefix_first.sse":                          {"random", "chatcmpl-SzzBvBHTX3BxSRfCgloUi2fruIy3yPLB", "length"},
+	"llamacpp_prefix_reused.sse":                         {"random", "chatcmpl-ZdrYlYhykZlc510kk3wHfKe6Nv2vA9D6", "length"},
 	"mistral_magistral_thinking.sse":                     {"magistral-medium-2509", "7c1f0e5b9a2d4c3e8f6a1b2c3d4e5f60", "stop"},
 	"openai_chat.sse":                                    {"gpt-4o-mini-2024-07-18", "chatcmpl-AZ9kQ2mVb1rT7xY3", "stop"},
 	"openai_chat_cached.sse":                             {"gpt-4o-2024-08-06", "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG", "stop"},

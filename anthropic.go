@@ -152,7 +152,11 @@ func (a *anthropicInterp) usage(u *jsonscan.Ints) Frame {
 	if u.Has[anthOutput] {
 		a.out = u.Val[anthOutput]
 	}
-	return Frame{HasUsage: true, InputTokens: a.in, OutputTokens: a.out, ReasoningTokens: u.Get(usReasoning),
+	out := a.out
+	if r := u.Get(usReasoning); r > out {
+		out = satAdd(out, r) // a thinking count above output_tokens cannot be inside it
+	}
+	return Frame{HasUsage: true, InputTokens: a.in, OutputTokens: out, ReasoningTokens: u.Get(usReasoning),
 		CachedInputTokens: a.read, CacheWriteInputTokens: a.written}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel"
 )
@@ -72,6 +73,11 @@ type Frame struct {
 	// provider's words. The slice belongs to the decoder: it is valid only
 	// during the emit call.
 	FinishReasons []string
+	// ServerPrefill and ServerDecode are the server's own account of the
+	// request, on its clock: the time it spent on the prompt and on
+	// generating (llama.cpp's timings, Ollama's durations, Groq's usage
+	// times; docs/decoders.md). 0 when the frame does not say.
+	ServerPrefill, ServerDecode time.Duration
 }
 
 // Decoder finds frames in a byte stream. A Decoder is used by one stream

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 )
@@ -195,7 +196,17 @@ func refShape(v any, s *usageShape, u *jsonscan.Ints) {
 		return
 	}
 	for _, c := range s.counts {
-		if x, present := m[c.name]; present {
+		x, present := m[c.name]
+		switch {
+		case !present:
+		case c.unit > 0:
+			n, isNum := x.(json.Number)
+			var d time.Duration
+			if isNum {
+				d, isNum = durationOf([]byte(n), c.unit)
+			}
+			u.Has[c.idx], u.Val[c.idx] = isNum, int(d)
+		default:
 			u.Has[c.idx], u.Val[c.idx] = refCount(x)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,13 +30,16 @@ type frameView struct {
 	streamErrType string // the StreamError's ErrorType: the error.type a Tracker records
 	Model, ID     string // Frame.ResponseModel, ResponseID
 	Finish        string // Frame.FinishReasons joined with ","
+	Prefill       time.Duration
+	Decode        time.Duration
 }
 
 func view(f Frame) frameView {
 	v := frameView{Tokens: f.Tokens, Reasoning: f.Reasoning, HasUsage: f.HasUsage, HasInput: f.HasInput,
 		In: f.InputTokens, Out: f.OutputTokens, ReasoningOut: f.ReasoningTokens,
 		Cached: f.CachedInputTokens, CacheWrite: f.CacheWriteInputTokens, Done: f.Done,
-		Model: f.ResponseModel, ID: f.ResponseID, Finish: strings.Join(f.FinishReasons, ",")}
+		Model: f.ResponseModel, ID: f.ResponseID, Finish: strings.Join(f.FinishReasons, ","),
+		Prefill: f.ServerPrefill, Decode: f.ServerDecode}
 	if f.Err != nil {
 		v.Err = f.Err.Error()
 		var se *StreamError
@@ -188,6 +192,11 @@ var fixtures = []fixture{
 	// empty "text"); 16 and 12 content chunks, as many tokens as the usage.
 	{"llamacpp_chat_usage_timings.sse", openAI, summary{Frames: 18, Tokens: 16, TokenFrames: 16, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 33, Out: 16, Done: true}, 16, false},
 	{"llamacpp_completions.sse", openAI, summary{Frames: 14, Tokens: 12, TokenFrames: 12, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 5, Out: 12, Done: true}, 12, false},
+	// The same server: a long system prompt, then the same prompt again
+	// with another question; timings.prompt_n 22 of 1,039 prompt tokens
+	// tells the 1,017 the slot's cache served.
+	{"llamacpp_prefix_first.sse", openAI, summary{Frames: 10, Tokens: 8, TokenFrames: 8, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 1040, Out: 8, Done: true}, 8, false},
+	{"llamacpp_prefix_reused.sse", openAI, summary{Frames: 10, Tokens: 8, TokenFrames: 8, FirstToken: 0, FirstAnswer: 0, HasUsage: true, In: 1039, Out: 8, Cached: 1017, Done: true}, 8, false},
 }
 
 // Every fixture in testdata/sse has its row in fixtures, so none goes

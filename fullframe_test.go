@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,8 +66,9 @@ func (v fullView) finish(reasons string) fullView {
 	return v
 }
 
-// countsOnly returns the views without who answered and why it ended, for
-// the tests of what frames count (answerinfo_test.go tests those).
+// countsOnly returns the views without who answered, why it ended and the
+// server's times, for the tests of what frames count (answerinfo_test.go
+// and servertime_test.go test those).
 func countsOnly[V frameView | fullView](vs []V) []V {
 	if vs == nil {
 		return nil
@@ -75,13 +77,19 @@ func countsOnly[V frameView | fullView](vs []V) []V {
 	for i, v := range vs {
 		switch w := any(&v).(type) {
 		case *frameView:
-			w.Model, w.ID, w.Finish = "", "", ""
+			w.Model, w.ID, w.Finish, w.Prefill, w.Decode = "", "", "", 0, 0
 		case *fullView:
-			w.Model, w.ID, w.Finish = "", "", ""
+			w.Model, w.ID, w.Finish, w.Prefill, w.Decode = "", "", "", 0, 0
 		}
 		out[i] = v
 	}
 	return out
+}
+
+// server returns v with the server's prefill and decode times.
+func (v fullView) server(prefill, decode time.Duration) fullView {
+	v.Prefill, v.Decode = prefill, decode
+	return v
 }
 
 // done returns v marked Done.

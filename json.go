@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonstream"
 )
@@ -116,7 +119,20 @@ const (
 	jCandidates
 	jCandidate0
 	jCandidate0Finish
+	jTimings
+	jTimingsPromptN
+	jTimingsCacheN
+	jTimingsPromptMS
+	jTimingsPredictedMS
+	jPromptTime
+	jCompletionTime
+	jPromptEvalDuration
+	jEvalDuration
 )
+
+// maxNumberText bounds the text of a time kept from an answer
+// ("83.203").
+const maxNumberText = 32
 
 // maxNameText bounds a model name or an answer id kept from an answer, and
 // maxReasonText a finish reason.
@@ -186,6 +202,17 @@ var answerFields = []jsonstream.Field{
 	jsonstream.Field{Path: "candidates"},
 	jsonstream.Field{Path: "candidates.0"},
 	jsonstream.Field{Path: "candidates.0.finishReason", MaxString: maxReasonText},
+	// The server's own account (see the streaming decoders): llama.cpp's
+	// timings, Groq's usage times, Ollama's durations.
+	jsonstream.Field{Path: "timings"},
+	jsonstream.Field{Path: "timings.prompt_n"},
+	jsonstream.Field{Path: "timings.cache_n"},
+	jsonstream.Field{Path: "timings.prompt_ms", MaxString: maxNumberText},
+	jsonstream.Field{Path: "timings.predicted_ms", MaxString: maxNumberText},
+	jsonstream.Field{Path: "usage.prompt_time", MaxString: maxNumberText},
+	jsonstream.Field{Path: "usage.completion_time", MaxString: maxNumberText},
+	jsonstream.Field{Path: "prompt_eval_duration"},
+	jsonstream.Field{Path: "eval_duration"},
 }
 
 // answerSchema reads answerFields and the protocols' answer rules' fields
@@ -319,8 +346,8 @@ func (d *usageDecoder) frame() Frame {
 	case has(jPromptTokens) || has(jCompletionTokens):
 		f.HasUsage, f.InputTokens, f.OutputTokens = true, get(jPromptTokens), get(jCompletionTokens)
 		f.ReasoningTokens = get(jCompletionReasoning)
-		if r := f.ReasoningTokens; r > 0 && has(jTotalTokens) && get(jTotalTokens) == satAdd(satAdd(f.InputTokens, f.OutputTokens), r) {
-			f.OutputTokens = satAdd(f.OutputTokens, r) // xAI: reasoning beside completion_tokens
+		if reasoningBeside(f.InputTokens, f.OutputTokens, f.ReasoningTokens, has(jTotalTokens), get(jTotalTokens)) {
+			f.OutputTokens = satAdd(f.OutputTokens, f.ReasoningTokens) // xAI: reasoning beside completion_tokens
 		}
 		// OpenAI's cached_tokens and DeepSeek's prompt_cache_hit_tokens
 		// (DeepSeek sends both) are part of prompt_tokens.
@@ -334,6 +361,9 @@ func (d *usageDecoder) frame() Frame {
 		f.InputTokens = satAdd(satAdd(get(jInputTokens), get(jCacheCreation)), get(jCacheRead))
 		f.OutputTokens = get(jOutputTokens)
 		f.ReasoningTokens = max(get(jOutputReasoning), get(jOutputThinking))
+		if f.ReasoningTokens > f.OutputTokens {
+			f.OutputTokens = satAdd(f.OutputTokens, f.ReasoningTokens) // cannot be inside it
+		}
 		if has(jCacheCreation) || has(jCacheRead) {
 			f.CachedInputTokens, f.CacheWriteInputTokens = get(jCacheRead), get(jCacheCreation)
 		} else {
@@ -361,6 +391,7 @@ func (d *usageDecoder) frame() Frame {
 		}
 	}
 	d.answer(&f)
+	d.server(&f, has(jPromptDetailsCached) || has(jPromptCacheHit))
 	switch e := &v[jError]; e.Kind {
 	case jsonstream.KindNone, jsonstream.KindNull, jsonstream.KindFalse:
 	case jsonstream.KindString:
@@ -405,6 +436,44 @@ func (d *usageDecoder) answer(f *Frame) {
 		d.reasons = append(d.reasons[:0], r)
 		f.FinishReasons = d.reasons
 	}
+}
+
+// server puts on f the server's own account of the request (its prefill
+// and decode times) and, from llama.cpp's timings, the cached input tokens
+// when the usage did not say them (explicit).
+func (d *usageDecoder) server(f *Frame, explicit bool) {
+	v := d.s.Values
+	f.ServerPrefill = d.time(jTimingsPromptMS, time.Millisecond, d.time(jPromptTime, time.Second, time.Duration(d.int(jPromptEvalDuration))))
+	f.ServerDecode = d.time(jTimingsPredictedMS, time.Millisecond, d.time(jCompletionTime, time.Second, time.Duration(d.int(jEvalDuration))))
+	if !f.HasUsage || explicit || v[jTimings].Kind != jsonstream.KindObject {
+		return
+	}
+	var t jsonscan.Ints
+	t.Val[tmPromptN], t.Has[tmPromptN] = d.int(jTimingsPromptN), v[jTimingsPromptN].IntOK
+	t.Val[tmCacheN], t.Has[tmCacheN] = d.int(jTimingsCacheN), v[jTimingsCacheN].IntOK
+	if c, ok := timingsCached(&t, f.InputTokens); ok {
+		f.CachedInputTokens = c
+	}
+}
+
+// int returns field i's count, or 0.
+func (d *usageDecoder) int(i int) int {
+	if v := &d.s.Values[i]; v.IntOK {
+		return v.Int
+	}
+	return 0
+}
+
+// time returns field i, a time in unit, or otherwise when it is not one.
+func (d *usageDecoder) time(i int, unit, otherwise time.Duration) time.Duration {
+	v := &d.s.Values[i]
+	if v.Kind != jsonstream.KindNumber || v.Truncated {
+		return otherwise
+	}
+	if t, ok := durationOf(v.Str, unit); ok {
+		return t
+	}
+	return otherwise
 }
 
 // whole reports whether field i is a non-empty string kept whole.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,24 +36,27 @@ func TestJSONDecoderFixtures(t *testing.T) {
 		cached, write      int    // CachedInputTokens, CacheWriteInputTokens (part of in)
 		errType, errCode   string // a *StreamError's, for error bodies
 		model, id, reason  string // ResponseModel, ResponseID, the one finish reason
+		prefill, decode    time.Duration
 	}{
-		{"json/openai_chat_completion.json", 1180, 275, 256, 1024, 0, "", "", "o4-mini-2025-04-16", "chatcmpl-C3c4D5e6F7g8H9i0J1k2L3m4N5o6", "stop"},
-		{"json/openai_completion.json", 5, 7, 0, 0, 0, "", "", "gpt-3.5-turbo-instruct:20230824-v2", "cmpl-C4d5E6f7G8h9I0j1K2l3M4n5", "length"},
-		{"json/openai_response.json", 40, 150, 128, 0, 0, "", "", "o4-mini-2025-04-16", "resp_68b0a1b2c3d48190e5f6a7b8c9d0e1f20a1b2c3d4e5f6a7b", "completed"},
-		{"json/openai_embeddings.json", 8, 0, 0, 0, 0, "", "", "text-embedding-ada-002", "", ""},
-		{"json/anthropic_message.json", 48 + 2051 + 0, 58, 41, 0, 2051, "", "", "claude-opus-4-8", "msg_01Bc7Yq2Wn8Lm4Pz6Rt3Vx5K", "end_turn"},
-		{"json/gemini_generate_content.json", 2071, 25 + 306, 306, 2048, 0, "", "", "gemini-2.5-flash", "Wm4pQr7TzKc2nV9sLx1dHfA", "STOP"},
-		{"gemini/generate_content_function_call.json", 41, 7 + 412, 412, 0, 0, "", "", "gemini-2.5-pro", "Ja2lRbN8Dq5fUc0WkYs3TgP", "STOP"},
-		{"json/openai_response_cached.json", 2006, 300, 0, 1920, 0, "", "", "gpt-4.1-2025-04-14", "resp_67ccd3a9da748190baa7f1570fe91ac604becb25c45c1d41", "completed"},
-		{"json/anthropic_message_cache_read.json", 21 + 0 + 188086, 393, 0, 188086, 0, "", "", "claude-sonnet-4-5", "msg_01XFDUDYJgAACzvnptvVoYEL", "end_turn"},
-		{"json/deepseek_chat_completion.json", 1052, 5, 0, 1024, 0, "", "", "deepseek-chat", "9d1f2c3b-4a5e-4f60-8b7c-6d5e4f3a2b1c", "stop"},
-		{"json/ollama_chat.json", 19, 9, 0, 0, 0, "", "", "qwen3:8b", "", "stop"},
-		{"json/ollama_generate.json", 26, 11, 0, 0, 0, "", "", "llama3.2", "", "stop"},
-		{"json/llamacpp_chat_completion.json", 29, 10, 0, 0, 0, "", "", "m", "chatcmpl-lwrPw6HrMYFKnBKEoMKnXENjJanwBlHs", "length"}, // usage beside llama.cpp's timings
-		{"json/openai_error_429.json", 0, 0, 0, 0, 0, "tokens", "rate_limit_exceeded", "", "", ""},
-		{"json/anthropic_error_429.json", 0, 0, 0, 0, 0, "rate_limit_error", "", "", "", ""},
-		{"json/gemini_error_429.json", 0, 0, 0, 0, 0, "RESOURCE_EXHAUSTED", "429", "", "", ""},
-		{"json/openai_error_200.json", 0, 0, 0, 0, 0, "invalid_request_error", "model_not_found", "", "", ""},
+		{"json/openai_chat_completion.json", 1180, 275, 256, 1024, 0, "", "", "o4-mini-2025-04-16", "chatcmpl-C3c4D5e6F7g8H9i0J1k2L3m4N5o6", "stop", 0, 0},
+		{"json/openai_completion.json", 5, 7, 0, 0, 0, "", "", "gpt-3.5-turbo-instruct:20230824-v2", "cmpl-C4d5E6f7G8h9I0j1K2l3M4n5", "length", 0, 0},
+		{"json/openai_response.json", 40, 150, 128, 0, 0, "", "", "o4-mini-2025-04-16", "resp_68b0a1b2c3d48190e5f6a7b8c9d0e1f20a1b2c3d4e5f6a7b", "completed", 0, 0},
+		{"json/openai_embeddings.json", 8, 0, 0, 0, 0, "", "", "text-embedding-ada-002", "", "", 0, 0},
+		{"json/anthropic_message.json", 48 + 2051 + 0, 58, 41, 0, 2051, "", "", "claude-opus-4-8", "msg_01Bc7Yq2Wn8Lm4Pz6Rt3Vx5K", "end_turn", 0, 0},
+		{"json/gemini_generate_content.json", 2071, 25 + 306, 306, 2048, 0, "", "", "gemini-2.5-flash", "Wm4pQr7TzKc2nV9sLx1dHfA", "STOP", 0, 0},
+		{"gemini/generate_content_function_call.json", 41, 7 + 412, 412, 0, 0, "", "", "gemini-2.5-pro", "Ja2lRbN8Dq5fUc0WkYs3TgP", "STOP", 0, 0},
+		{"json/openai_response_cached.json", 2006, 300, 0, 1920, 0, "", "", "gpt-4.1-2025-04-14", "resp_67ccd3a9da748190baa7f1570fe91ac604becb25c45c1d41", "completed", 0, 0},
+		{"json/anthropic_message_cache_read.json", 21 + 0 + 188086, 393, 0, 188086, 0, "", "", "claude-sonnet-4-5", "msg_01XFDUDYJgAACzvnptvVoYEL", "end_turn", 0, 0},
+		{"json/deepseek_chat_completion.json", 1052, 5, 0, 1024, 0, "", "", "deepseek-chat", "9d1f2c3b-4a5e-4f60-8b7c-6d5e4f3a2b1c", "stop", 0, 0},
+		{"json/ollama_chat.json", 19, 9, 0, 0, 0, "", "", "qwen3:8b", "", "stop", 24573166, 162838875},
+		{"json/ollama_generate.json", 26, 11, 0, 0, 0, "", "", "llama3.2", "", "stop", 325953000, 470921300},
+		// usage beside llama.cpp's timings: 54.756 ms and 40.617 ms; all 29
+		// prompt tokens processed, none cached.
+		{"json/llamacpp_chat_completion.json", 29, 10, 0, 0, 0, "", "", "m", "chatcmpl-lwrPw6HrMYFKnBKEoMKnXENjJanwBlHs", "length", 54756 * time.Microsecond, 40617 * time.Microsecond},
+		{"json/openai_error_429.json", 0, 0, 0, 0, 0, "tokens", "rate_limit_exceeded", "", "", "", 0, 0},
+		{"json/anthropic_error_429.json", 0, 0, 0, 0, 0, "rate_limit_error", "", "", "", "", 0, 0},
+		{"json/gemini_error_429.json", 0, 0, 0, 0, 0, "RESOURCE_EXHAUSTED", "429", "", "", "", 0, 0},
+		{"json/openai_error_200.json", 0, 0, 0, 0, 0, "invalid_request_error", "model_not_found", "", "", "", 0, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
@@ -80,7 +84,8 @@ func TestJSONDecoderFixtures(t *testing.T) {
 				}
 				assert.Equal(t, Frame{HasUsage: true, InputTokens: tc.in, OutputTokens: tc.out, ReasoningTokens: tc.reasoning,
 					CachedInputTokens: tc.cached, CacheWriteInputTokens: tc.write, Done: true,
-					ResponseModel: tc.model, ResponseID: tc.id, FinishReasons: reasons}, f)
+					ResponseModel: tc.model, ResponseID: tc.id, FinishReasons: reasons,
+					ServerPrefill: tc.prefill, ServerDecode: tc.decode}, f)
 			}
 			for cut := 0; cut <= len(data); cut++ {
 				require.Equal(t, whole, jsonFrames(data[:cut], data[cut:]), "split at byte %d", cut)

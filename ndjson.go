@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -158,11 +159,11 @@ var ollamaSpec = protocolSpec{
 //     fails after lines were sent) is Err, a *StreamError whose Message is
 //     the text.
 //
-// The final line also reports the server's own durations (total_duration,
-// load_duration, prompt_eval_duration, eval_duration, in nanoseconds). The
-// decoder does not read them: a Record is the stream as the client saw it,
-// on the client's clock, and these are spans of the server's work on its own
-// clock, with no place in it.
+// The final line also reports the server's own durations in nanoseconds:
+// prompt_eval_duration is ServerPrefill and eval_duration ServerDecode
+// (Frame), durations on the server's clock that the Record keeps apart
+// from the client's times; load_duration (loading the model) and
+// total_duration are not read.
 //
 // An error line carries no tokens. A line that is not a JSON object is a
 // malformed frame (ErrMalformedFrame, see Decoder.Err) and carries nothing.
@@ -205,6 +206,7 @@ type ollamaFacts struct {
 	done                         bool // "done": true
 	err                          bool // top-level "error" is present and not null
 	promptEval, eval             int  // prompt_eval_count, eval_count (0 when absent)
+	promptEvalNS, evalNS         int  // prompt_eval_duration, eval_duration (0 when absent)
 	model, doneReason            strSpan
 }
 
@@ -218,6 +220,7 @@ func (f *ollamaFacts) frame(line []byte) Frame {
 	}
 	if f.done {
 		fr.HasUsage, fr.InputTokens, fr.OutputTokens = true, f.promptEval, f.eval
+		fr.ServerPrefill, fr.ServerDecode = time.Duration(f.promptEvalNS), time.Duration(f.evalNS)
 	}
 	if f.err {
 		// Tokens beside the error still arrived: they count, as in every
@@ -254,6 +257,10 @@ func walkOllama(j *jsonscan.Scanner, i int, f *ollamaFacts) (int, bool) {
 			i, f.promptEval, _, ok = j.Int(i, 1)
 		case "eval_count":
 			i, f.eval, _, ok = j.Int(i, 1)
+		case "prompt_eval_duration":
+			i, f.promptEvalNS, _, ok = j.Int(i, 1)
+		case "eval_duration":
+			i, f.evalNS, _, ok = j.Int(i, 1)
 		case "error":
 			f.err = j.At(i) != 'n'
 			i, ok = j.Skip(i, 1)

@@ -73,8 +73,8 @@ func refOllamaFacts(data []byte) (ollamaFacts, [2]string, bool) {
 	if e, ok := m["error"]; ok && e != nil {
 		f.err = true
 	}
-	counts := refInts(m, []string{"prompt_eval_count", "eval_count"})
-	f.promptEval, f.eval = counts.Val[0], counts.Val[1]
+	counts := refInts(m, []string{"prompt_eval_count", "eval_count", "prompt_eval_duration", "eval_duration"})
+	f.promptEval, f.eval, f.promptEvalNS, f.evalNS = counts.Val[0], counts.Val[1], counts.Val[2], counts.Val[3]
 	return f, [2]string{refString(m["model"]), refString(m["done_reason"])}, true
 }
 

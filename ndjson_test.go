@@ -21,11 +21,11 @@ func TestOllamaFixtures(t *testing.T) {
 		{"ndjson", "ollama_chat_thinking.ndjson", []fullView{
 			thoughtTok.answering("qwen3:8b", ""), thoughtTok, thoughtTok, // message.thinking; every line names the model
 			answerTok, answerTok, answerTok, // message.content
-			fullView{}.usage(19, 9, 0).done().finish("stop"), // eval_count includes the thinking
+			fullView{}.usage(19, 9, 0).done().finish("stop").server(24573166, 162838875), // eval_count includes the thinking
 		}},
 		{"ndjson", "ollama_chat_tools.ndjson", []fullView{
 			answerTok.answering("llama3.2", ""), // message.tool_calls, content ""
-			fullView{}.usage(169, 15, 0).done().finish("stop"),
+			fullView{}.usage(169, 15, 0).done().finish("stop").server(24573166, 115959084),
 		}},
 		{"ndjson", "ollama_chat_error.ndjson", []fullView{
 			answerTok.answering("llama3.2", ""), answerTok, answerTok,
@@ -34,12 +34,12 @@ func TestOllamaFixtures(t *testing.T) {
 		{"ndjson", "ollama_generate_thinking.ndjson", []fullView{
 			thoughtTok.answering("deepseek-r1:8b", ""), thoughtTok, // thinking
 			answerTok, answerTok, // response
-			fullView{}.usage(12, 7, 0).done().finish("stop"),
+			fullView{}.usage(12, 7, 0).done().finish("stop").server(130079000, 618823125),
 		}},
 		// stream:false answers one object with the same counts; content and
 		// thinking concatenated make it an answer line.
-		{"json", "ollama_chat.json", []fullView{answerTok.usage(19, 9, 0).done().answering("qwen3:8b", "").finish("stop")}},
-		{"json", "ollama_generate.json", []fullView{answerTok.usage(26, 11, 0).done().answering("llama3.2", "").finish("stop")}},
+		{"json", "ollama_chat.json", []fullView{answerTok.usage(19, 9, 0).done().answering("qwen3:8b", "").finish("stop").server(24573166, 162838875)}},
+		{"json", "ollama_generate.json", []fullView{answerTok.usage(26, 11, 0).done().answering("llama3.2", "").finish("stop").server(325953000, 470921300)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

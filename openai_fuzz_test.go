@@ -61,6 +61,7 @@ func refOpenAIFacts(data []byte) (openAIFacts, openAIStrings, bool) {
 		}
 	}
 	f.usage = refUsage(m["usage"], oaiChatUsage)
+	f.timings = refUsage(m["timings"], llamaTimings)
 	if x, ok := m["x_groq"].(map[string]any); ok {
 		f.groqUsage = refUsage(x["usage"], oaiChatUsage)
 		s, _ := x["error"].(string)

@@ -111,6 +111,27 @@ type Record struct {
 	// "tool_calls", "end_turn", "max_tokens", "MAX_TOKENS", …); nil when
 	// the answer did not say (a stream cut before its end).
 	FinishReasons []string `json:"finish_reasons,omitempty"`
+	// ServerPrefill and ServerDecode are the times the server reports it
+	// spent on the request's prompt and on generating its answer
+	// (llama.cpp's timings.prompt_ms and predicted_ms, Ollama's
+	// prompt_eval_duration and eval_duration, Groq's prompt_time and
+	// completion_time): durations on the server's clock, never mixed with
+	// the client's times. 0 when the server did not say.
+	ServerPrefill time.Duration `json:"server_prefill_ns,omitempty"`
+	ServerDecode  time.Duration `json:"server_decode_ns,omitempty"`
+}
+
+// Wait returns TTFT − ServerPrefill: the time before the server began the
+// prompt (the network, its HTTP layer, its queue), as the client's TTFT and
+// the server's own prefill time tell it. ok is false when either is
+// unknown. A server whose prefill time exceeds the client's TTFT (clocks
+// that disagree, a prefill counted from an earlier event) gives 0.
+func (r Record) Wait() (d time.Duration, ok bool) {
+	ttft, ok := r.TTFT()
+	if !ok || r.ServerPrefill <= 0 {
+		return 0, false
+	}
+	return nonNeg(ttft - r.ServerPrefill), true
 }
 
 // nonNeg returns d, or 0 when d is negative (times out of order).

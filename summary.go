@@ -71,6 +71,13 @@ type Summary struct {
 	ITL            Distribution `json:"itl"`
 	E2EL           Distribution `json:"e2el"`
 	GenerationTime Distribution `json:"generation_time"`
+	// The server's own account, over completed requests that carry it
+	// (omitted from JSON when none does): its prefill and decode times
+	// (Record.ServerPrefill, ServerDecode), and Wait, TTFT − ServerPrefill
+	// (Record.Wait): the time before the engine began the prompt.
+	ServerPrefill Distribution `json:"server_prefill,omitzero"`
+	ServerDecode  Distribution `json:"server_decode,omitzero"`
+	Wait          Distribution `json:"wait,omitzero"`
 	// TokenWeightedTPOT is Σ(LastToken − FirstToken) / Σ(N − 1) over the
 	// requests of TPOT (0 when there are none): each token counts once.
 	TokenWeightedTPOT time.Duration `json:"tpot_token_weighted_ns"`
@@ -121,15 +128,16 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	// One pass over the records computes every per-record figure once and
 	// writes the per-record sample sets into one pooled buffer, record
 	// order kept (the float sums below depend on it):
-	// [TTFT | TTFO | TPOT | E2EL | GenerationTime | concurrency events (2 per record)].
-	buf := stats.Buffer(7 * n)
+	// [TTFT | TTFO | TPOT | E2EL | GenerationTime | ServerPrefill |
+	// ServerDecode | Wait | concurrency events (2 per record)].
+	buf := stats.Buffer((int(numSampleSets) + 2) * n)
 	defer stats.Release(buf)
 	all := *buf
 	var k [numSampleSets][]uint64
 	for i := range k {
 		k[i] = all[i*n : i*n : (i+1)*n]
 	}
-	kEvents := all[5*n : 5*n]
+	kEvents := all[int(numSampleSets)*n : int(numSampleSets)*n]
 
 	var (
 		t tally
@@ -210,12 +218,15 @@ const (
 	setTPOT
 	setE2EL
 	setGen
+	setPrefill
+	setDecode
+	setWait
 	numSampleSets
 )
 
 // sampleKinds says what each set's keys stand for: integer nanoseconds,
 // or (TPOT, unrounded) the bits of a float64.
-var sampleKinds = [numSampleSets]stats.Kind{stats.Int, stats.Int, stats.Float, stats.Int, stats.Int}
+var sampleKinds = [numSampleSets]stats.Kind{stats.Int, stats.Int, stats.Float, stats.Int, stats.Int, stats.Int, stats.Int, stats.Int}
 
 // setDistribution stores the distribution of set in s.
 func (s *Summary) setDistribution(set sampleSet, d Distribution) {
@@ -230,6 +241,12 @@ func (s *Summary) setDistribution(set sampleSet, d Distribution) {
 		s.E2EL = d
 	case setGen:
 		s.GenerationTime = d
+	case setPrefill:
+		s.ServerPrefill = d
+	case setDecode:
+		s.ServerDecode = d
+	case setWait:
+		s.Wait = d
 	}
 }
 
@@ -335,6 +352,15 @@ func (t *tally) add(r *Record, m *recMetrics, slo *SLO) (rs recSamples) {
 	}
 	if m.tok {
 		rs.add(setGen, uint64(m.decode))
+	}
+	if r.ServerPrefill > 0 {
+		rs.add(setPrefill, uint64(r.ServerPrefill))
+	}
+	if r.ServerDecode > 0 {
+		rs.add(setDecode, uint64(r.ServerDecode))
+	}
+	if r.ServerPrefill > 0 && m.tok {
+		rs.add(setWait, uint64(max(m.ttft-r.ServerPrefill, 0))) // Record.Wait
 	}
 	t.nITL += len(r.ITL)
 	return rs

@@ -1,6 +1,12 @@
 package llmmetrics
 
-import "github.com/llmmetrics/llmmetrics/internal/jsonscan"
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/llmmetrics/llmmetrics/internal/jsonscan"
+)
 
 // This file holds the declared shape of a usage object and its walker:
 // each protocol declares where its usage keeps its counts (usageShape), and
@@ -20,10 +26,13 @@ type usageShape struct {
 	owned [][]int
 }
 
-// usageCount is one member read as a count: the count at index idx.
+// usageCount is one member read as a count at index idx, or (unit > 0)
+// as a time in that unit, kept at idx in nanoseconds: llama.cpp's
+// prompt_ms, Groq's prompt_time in seconds.
 type usageCount struct {
 	name string
 	idx  int
+	unit time.Duration
 }
 
 // nestedUsage is a member object whose counts the shape declares.
@@ -41,7 +50,25 @@ const (
 )
 
 // count declares a count member.
-func count(name string, idx int) usageCount { return usageCount{name, idx} }
+func count(name string, idx int) usageCount { return usageCount{name, idx, 0} }
+
+// timeIn declares a member that is a time in unit (a JSON number, perhaps
+// with a fraction).
+func timeIn(name string, idx int, unit time.Duration) usageCount { return usageCount{name, idx, unit} }
+
+// durationOf converts a time in unit to a Duration: false when it is not a
+// finite number from 0 to about 292 years.
+func durationOf(text []byte, unit time.Duration) (time.Duration, bool) {
+	v, err := strconv.ParseFloat(string(text), 64)
+	if err != nil || !(v >= 0) {
+		return 0, false
+	}
+	ns := math.Round(float64(v * float64(unit)))
+	if ns >= math.MaxInt64 {
+		return 0, false
+	}
+	return time.Duration(ns), true
+}
 
 // shape builds a usageShape of counts and nested objects.
 func shape(counts []usageCount, nested ...nestedUsage) *usageShape {
@@ -79,11 +106,21 @@ func walkUsage(j *jsonscan.Scanner, i, depth int, s *usageShape, u *jsonscan.Int
 func (s *usageShape) walk(j *jsonscan.Scanner, i, depth int, u *jsonscan.Ints) (int, bool) {
 	return j.Members(i, depth, func(k []byte, i int) (int, bool) {
 		for _, c := range s.counts {
-			if string(k) == c.name {
-				next, v, isInt, ok := j.Int(i, depth+1)
-				u.Val[c.idx], u.Has[c.idx] = v, isInt
+			if string(k) != c.name {
+				continue
+			}
+			if c.unit > 0 {
+				next, text, isNum, ok := j.Number(i, depth+1)
+				var d time.Duration
+				if isNum {
+					d, isNum = durationOf(text, c.unit)
+				}
+				u.Val[c.idx], u.Has[c.idx] = int(d), isNum
 				return next, ok
 			}
+			next, v, isInt, ok := j.Int(i, depth+1)
+			u.Val[c.idx], u.Has[c.idx] = v, isInt
+			return next, ok
 		}
 		for n, nu := range s.nested {
 			if string(k) == nu.name {

@@ -149,9 +149,9 @@ func TestWalkDepthLimit(t *testing.T) {
 // The primitives a walker reads values with, on each kind of value.
 func TestReadValues(t *testing.T) {
 	type got struct {
-		NonEmptyString, NonEmptyArray, NonEmptyObject, True, IsInt, IsString bool
-		Int                                                                  int
-		Text                                                                 string
+		NonEmptyString, NonEmptyArray, NonEmptyObject, True, IsInt, IsString, IsNum bool
+		Int                                                                         int
+		Text, Num                                                                   string
 	}
 	read := func(j *jsonscan.Scanner, i int, f *got) (int, bool) {
 		// Every primitive reads the same value; all must end at the same index.
@@ -167,6 +167,8 @@ func TestReadValues(t *testing.T) {
 		ends["Int"], f.Int, f.IsInt, _ = j.Int(i, 1)
 		ends["StringValue"], text, f.IsString, _ = j.StringValue(i, 1)
 		f.Text = string(text)
+		ends["Number"], text, f.IsNum, _ = j.Number(i, 1)
+		f.Num = string(text)
 		ends["Skip"], _ = j.Skip(i, 1)
 		for name, end := range ends {
 			if end != ends["Skip"] {
@@ -190,14 +192,16 @@ func TestReadValues(t *testing.T) {
 		{`true`, got{True: true}},
 		{`false`, got{}},
 		{`null`, got{}},
-		{`0`, got{IsInt: true}},
-		{`42`, got{IsInt: true, Int: 42}},
-		{strconv.Itoa(math.MaxInt), got{IsInt: true, Int: math.MaxInt}}, // 9223372036854775807 on a 64-bit system
-		{strconv.FormatUint(math.MaxInt+1, 10), got{}},                  // overflows an int
-		{`9223372036854775808`, got{}},                                  // overflows an int anywhere
-		{`-1`, got{}},
-		{`1.0`, got{}},
-		{`1e3`, got{}},
+		{`0`, got{IsInt: true, IsNum: true, Num: "0"}},
+		{`42`, got{IsInt: true, Int: 42, IsNum: true, Num: "42"}},
+		{strconv.Itoa(math.MaxInt), got{IsInt: true, Int: math.MaxInt, IsNum: true, Num: strconv.Itoa(math.MaxInt)}}, // 9223372036854775807 on a 64-bit system
+		{strconv.FormatUint(math.MaxInt+1, 10), got{IsNum: true, Num: strconv.FormatUint(math.MaxInt+1, 10)}},        // overflows an int
+		{`9223372036854775808`, got{IsNum: true, Num: "9223372036854775808"}},                                        // overflows an int anywhere
+		{`-1`, got{IsNum: true, Num: "-1"}},
+		{`1.0`, got{IsNum: true, Num: "1.0"}},
+		{`83.203`, got{IsNum: true, Num: "83.203"}},
+		{`-0.5e-3`, got{IsNum: true, Num: "-0.5e-3"}},
+		{`1e3`, got{IsNum: true, Num: "1e3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {

@@ -131,10 +131,10 @@ type Value struct {
 	// (no sign, fraction or exponent) fitting an int; IntOK reports it.
 	Int   int
 	IntOK bool
-	// Str holds the decoded string, up to the field's MaxString bytes;
-	// Truncated reports that the string was longer. Invalid escapes of
-	// surrogates decode to U+FFFD as in encoding/json; other bytes are kept
-	// as they are.
+	// Str holds the decoded string, or a number's text, up to the field's
+	// MaxString bytes; Truncated reports that the string was longer.
+	// Invalid escapes of surrogates decode to U+FFFD as in encoding/json;
+	// other bytes are kept as they are.
 	Str       []byte
 	Truncated bool
 }
@@ -343,6 +343,9 @@ func (s *Scanner) Feed(p []byte) int {
 			}
 		default: // in a number
 			if s.num1(c) {
+				if s.cur >= 0 {
+					s.put(c)
+				}
 				i++
 				continue
 			}
@@ -463,6 +466,7 @@ func (s *Scanner) value(c byte, at int64) bool {
 		s.cur = s.pending
 		if v := s.begin(KindNumber, at); v != nil {
 			v.IntOK = c != '-'
+			s.put(c)
 		}
 		s.num, s.numOver = 0, false
 		switch c {

@@ -63,7 +63,7 @@ func TestScannerCaptures(t *testing.T) {
 	assert.Equal(t, KindObject, a.Kind)
 	assert.True(t, a.Complete)
 	assert.Equal(t, `{"n":42,"s":"h\u00e9llo\ud83d\ude00!","deep":{"n":7}}`, string(in[a.Start:a.End]))
-	assert.Equal(t, Value{Kind: KindNumber, Start: a.Start + 5, End: a.Start + 7, Complete: true, Int: 42, IntOK: true, Str: []byte{}}, s.Values[fAN])
+	assert.Equal(t, Value{Kind: KindNumber, Start: a.Start + 5, End: a.Start + 7, Complete: true, Int: 42, IntOK: true, Str: []byte("42")}, s.Values[fAN])
 	// "héllo😀!" is 11 bytes; 8 are kept (the cut falls inside the emoji).
 	assert.Equal(t, []byte("h\xc3\xa9llo\xf0\x9f"), s.Values[fAS].Str)
 	assert.True(t, s.Values[fAS].Truncated)
@@ -409,5 +409,25 @@ func TestScannerFirstElement(t *testing.T) {
 				assert.Equal(t, tc.zero, s.Values[4].Kind, "cut %d", cut)
 			}
 		})
+	}
+}
+
+// TestScannerNumberText: a number's text is kept in Str like a string's,
+// up to MaxString, at every cut of the input.
+func TestScannerNumberText(t *testing.T) {
+	schema := NewSchema(Field{Path: "a", MaxString: 8}, Field{Path: "b", MaxString: 3}, Field{Path: "c"})
+	in := []byte(`{"a":83.203,"b":-1.5e-3,"c":7,"d":1.25}`)
+	for cut := 0; cut <= len(in); cut++ {
+		s := NewScanner(schema)
+		s.Feed(in[:cut])
+		s.Feed(in[cut:])
+		require.True(t, s.Done())
+		assert.Equal(t, "83.203", string(s.Values[0].Str), "cut %d", cut)
+		assert.False(t, s.Values[0].Truncated)
+		assert.Equal(t, "-1.", string(s.Values[1].Str), "cut %d", cut)
+		assert.True(t, s.Values[1].Truncated)
+		assert.Empty(t, s.Values[2].Str, "a field with no MaxString keeps no text")
+		assert.True(t, s.Values[2].IntOK)
+		assert.Equal(t, 7, s.Values[2].Int)
 	}
 }

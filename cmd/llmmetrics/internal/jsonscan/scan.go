@@ -577,6 +577,22 @@ func (j *Scanner) Int(i, depth int) (next, v int, isInt, ok bool) {
 	return next, 0, false, ok
 }
 
+// Number reads the value at i: when it is a JSON number, isNum is true
+// and text is its bytes (valid until the next Walk); any other value is
+// skipped. Read a figure that may have a fraction (a time in
+// milliseconds) with it, and parse text with strconv.ParseFloat.
+func (j *Scanner) Number(i, depth int) (next int, text []byte, isNum, ok bool) {
+	if i < len(j.s) && (j.s[i] == '-' || '0' <= j.s[i] && j.s[i] <= '9') {
+		end, _, _, ok := j.number(i)
+		if !ok {
+			return 0, nil, false, false
+		}
+		return end, j.s[i:end], true, true
+	}
+	next, ok = j.Skip(i, depth)
+	return next, nil, false, ok
+}
+
 // True reads the value at i: yes when it is the literal true (any other
 // value is skipped and is not).
 func (j *Scanner) True(i, depth int) (next int, yes, ok bool) {
