@@ -19,9 +19,9 @@ func gemini() Decoder { return newGeminiDecoder() }
 
 func geminiArray() Decoder { return newGeminiArrayDecoder() }
 
-// The fixtures' frames as /work/notes/wire-formats.md §3 states them: token
-// frames R (reasoning) and A (answer), usage In / Out (candidates +
-// thoughts) / reasoning (thoughts), and the end.
+// The fixtures' frames, read by hand from the files: token frames
+// (reasoning or answer), usage In / Out (candidates + thoughts) / reasoning
+// (thoughts), who answered, why it ended, and the end.
 func TestGeminiFixtures(t *testing.T) {
 	tests := []struct {
 		file string

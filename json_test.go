@@ -28,8 +28,8 @@ func jsonFrames(pieces ...[]byte) []Frame {
 }
 
 func TestJSONDecoderFixtures(t *testing.T) {
-	// Expected counts: /work/notes/wire-formats.md part D (hand-computed
-	// there from each fixture's usage object).
+	// Expected counts computed by hand from each fixture's usage object,
+	// model, id, finish reason and timings.
 	tests := []struct {
 		file               string
 		in, out, reasoning int

@@ -12,7 +12,7 @@ import (
 
 func ollama() Decoder { return newOllamaDecoder() }
 
-// The fixtures' lines as /work/notes/wire-formats.md §4 states them.
+// The fixtures' lines, read by hand from the files.
 func TestOllamaFixtures(t *testing.T) {
 	tests := []struct {
 		dir, file string
