@@ -1,7 +1,10 @@
 package llmmetrics
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,3 +182,29 @@ func TestSummarizeServerAccount(t *testing.T) {
 	assert.NotContains(t, string(b), "server_prefill", "a run without the server's account says nothing of it")
 	assert.NotContains(t, string(b), `"wait"`)
 }
+
+// TestServerAccountReachesTheRecord: a llama.cpp stream read through
+// NewReader ends with the server's times and the cached count its timings
+// tell, and a Record's Wait from them.
+func TestServerAccountReachesTheRecord(t *testing.T) {
+	tr, _ := httpTracker(t)
+	req := tr.StartClient(context.Background())
+	body := NewReader(req, strings.NewReader(readFixtureString(t, "llamacpp_prefix_reused.sse")), ProtocolOpenAI.NewDecoder())
+	_, err := io.Copy(io.Discard, body)
+	require.NoError(t, err)
+	require.NoError(t, body.Close())
+	recs := ended(tr)
+	require.Len(t, recs, 1)
+	r := recs[0]
+	assert.Equal(t, 24531*time.Microsecond, r.ServerPrefill)
+	assert.Equal(t, 44714*time.Microsecond, r.ServerDecode)
+	assert.Equal(t, 1039, r.InputTokens)
+	assert.Equal(t, 1017, r.CachedInputTokens)
+	ttft, ok := r.TTFT()
+	require.True(t, ok)
+	w, ok := r.Wait()
+	require.True(t, ok)
+	assert.Equal(t, max(ttft-r.ServerPrefill, 0), w)
+}
+
+func readFixtureString(t testing.TB, name string) string { return string(readFixture(t, name)) }

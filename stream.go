@@ -151,8 +151,9 @@ func (r *reader) chunkTime() time.Time {
 // marker, as NewReader and NewHandler do: the usage (SetUsage,
 // SetReasoningTokens and SetCachedInputTokens: the last usage wins, a
 // cached count of 0 included), else the prompt size (setInputTokens, and
-// its cached counts when it has some); the stream's first error is kept in
-// *streamErr. It reports whether f held the stream's first error.
+// its cached counts when it has some), and the server's own times; the
+// stream's first error is kept in *streamErr. It reports whether f held
+// the stream's first error.
 func noteFrame(req *Request, f Frame, streamErr *error) (first bool) {
 	if f.HasUsage {
 		req.SetUsage(f.InputTokens, f.OutputTokens)
@@ -163,6 +164,9 @@ func noteFrame(req *Request, f Frame, streamErr *error) (first bool) {
 		if f.CachedInputTokens > 0 || f.CacheWriteInputTokens > 0 {
 			req.SetCachedInputTokens(f.CachedInputTokens, f.CacheWriteInputTokens)
 		}
+	}
+	if f.ServerPrefill > 0 || f.ServerDecode > 0 {
+		req.setServerTimes(f.ServerPrefill, f.ServerDecode)
 	}
 	if f.Err != nil && *streamErr == nil {
 		*streamErr = f.Err

@@ -292,7 +292,9 @@ type Request struct {
 	cached, written int // prompt-cache reads and writes (SetCachedInputTokens)
 	itl             []time.Duration
 	hasUsage, ended bool
-	hasOut          bool // an answer chunk arrived
+	hasOut          bool          // an answer chunk arrived
+	srvPrefill      time.Duration // the server's own times (setServerTimes)
+	srvDecode       time.Duration
 	outcome         Outcome
 	errType         string // the error.type of the error passed to End
 }
@@ -441,6 +443,22 @@ func (r *Request) setInputTokens(input int) {
 	r.mu.Unlock()
 }
 
+// setServerTimes keeps the server's own account of the request (a
+// decoder's Frame.ServerPrefill and ServerDecode): a time of 0 leaves the
+// one told before.
+func (r *Request) setServerTimes(prefill, decode time.Duration) {
+	r.mu.Lock()
+	if !r.ended {
+		if prefill > 0 {
+			r.srvPrefill = prefill
+		}
+		if decode > 0 {
+			r.srvDecode = decode
+		}
+	}
+	r.mu.Unlock()
+}
+
 // End finishes the request now (by the Tracker's clock) and returns its
 // Record; see EndAt.
 func (r *Request) End(err error) Record {
@@ -497,6 +515,8 @@ func (r *Request) record() Record {
 		MaxITL:                r.maxGap,
 		Outcome:               r.outcome,
 		ErrorType:             r.errType,
+		ServerPrefill:         r.srvPrefill,
+		ServerDecode:          r.srvDecode,
 	}
 	if r.hasUsage {
 		// Each token-carrying chunk holds at least one token: a usage below
