@@ -90,9 +90,15 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 		}
 	}
 	ep := c.endpointOf(req)
-	out, model, addedUsage := c.prepare(req, ep)
 	ctx := req.Context()
-	r := c.t.startAs(ctx, sideClient, start, c.attrs(req, ep, model))
+	// The span starts first: whether it records decides how much of the
+	// body is read (requestFacts), and what next sends is its child.
+	sctx, span := c.t.startSpan(ctx, sideClient, start, c.spanStart(sideClient, ep))
+	out, model, addedUsage, facts := c.prepare(sctx, req, ep, span != nil)
+	r := c.begin(sctx, span, sideClient, start, c.attrs(req, ep, model))
+	if span != nil {
+		span.SetAttributes(clientServerAttrs(req, facts)...)
+	}
 
 	resp, err := next.RoundTrip(out)
 	switch {
@@ -121,7 +127,7 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 		// A hop, not a request: it is not recorded. If the client follows
 		// it, the request it sends (whose Response is resp) is measured
 		// from this hop's start.
-		r.discard()
+		r.discard(resp.StatusCode)
 		body := resp.Body
 		if body == nil {
 			body = http.NoBody
@@ -155,15 +161,19 @@ func isRedirect(resp *http.Response) bool {
 }
 
 // discard ends r without recording it: only the active count goes back
-// down (a redirect hop of NewTransport is not a request). Later calls, and
-// End after it, do nothing.
-func (r *Request) discard() {
+// down (a redirect hop of NewTransport is not a request), and its span ends
+// as the hop's, with the redirect's status. Later calls, and End after it,
+// do nothing.
+func (r *Request) discard(status int) {
 	r.mu.Lock()
 	done := r.ended
 	r.ended = true
 	r.mu.Unlock()
 	if !done {
 		r.inst.active.Add(r.ctx, -1, r.set.active...)
+		if r.span != nil {
+			endHopSpan(r.span, status, r.t.cfg.now())
+		}
 	}
 }
 
