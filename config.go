@@ -96,10 +96,9 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	})
 }
 
-// WithTracerProvider sets the TracerProvider whose spans a Tracker makes:
-// one span per request (docs/http.md, "Spans"), never with prompt or
-// completion text. Default: the global provider (otel.GetTracerProvider),
-// which makes no span until an SDK is installed.
+// WithTracerProvider sets the TracerProvider of the Tracker's spans, one per
+// request, which carry counts and times, never text (docs/http.md).
+// Default: the global provider (otel.GetTracerProvider).
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return optionFunc(func(c *config) {
 		if tp != nil {
@@ -108,10 +107,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	})
 }
 
-// WithChunkEvents adds to each sampled request's span one event per
-// token-carrying chunk, at its arrival. Default: off, so a long answer does
-// not make a long span; the SDK's span limits bound the events kept (128 by
-// default).
+// WithChunkEvents adds to each request's span an event per token-carrying
+// chunk, at its arrival (the SDK keeps 128 by default). Default: off.
 func WithChunkEvents() Option {
 	return optionFunc(func(c *config) { c.events = true })
 }

@@ -26,7 +26,8 @@ import (
 //
 //	mux.Handle("/v1/", llmmetrics.NewHandler(tracker, upstream))
 //
-// A request runs while ServeHTTP does. next's ResponseWriter passes every
+// A request runs while ServeHTTP does, with a server span that next's
+// request carries. next's ResponseWriter passes every
 // byte and flush through at once and keeps the server writer's optional
 // interfaces; the bytes are decoded on the side, a token timed when it is
 // flushed. The request body is never read ahead. docs/http.md has the

@@ -124,18 +124,14 @@ func (t *Tracker) startSpan(ctx context.Context, role side, start time.Time, nam
 	return sctx, nil
 }
 
-// Context returns the context of the request: the one given to Start, with
-// the request's span when a TracerProvider makes one. Pass it on to what
-// the request calls (an HTTP client with otelhttp, a database) so their
-// spans are the request's children; the request's measurements are made
-// with it, so the SDK's trace-based exemplar filter links them to the span.
+// Context returns the context given to Start with the request's span, if
+// one is made: pass it on so what the request calls is the span's child.
+// The request's measurements are made with it (exemplars link to the span).
 func (r *Request) Context() context.Context { return r.ctx }
 
-// SetResponse records who answered and why the answer ended
-// (Record.ResponseModel, ResponseID and FinishReasons): a non-empty model
-// or id replaces the one recorded, and finish reasons are appended in
-// order. The built-in decoders call it for NewReader, NewTransport and
-// NewHandler; call it after Start or StartClient with what the answer says.
+// SetResponse records who answered and why it stopped (Record.ResponseModel,
+// ResponseID, FinishReasons): a non-empty model or id replaces the last,
+// finish reasons are appended. The HTTP wrappers and NewReader call it.
 func (r *Request) SetResponse(model, id string, finishReasons ...string) {
 	r.mu.Lock()
 	if r.ended {
