@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/llmmetrics/llmmetrics"
+)
+
+// What one streamed request costs beside otelhttp: the same handler (32
+// SSE chat chunks, then the usage chunk and [DONE], each written and
+// flushed) served plainly, through otelhttp.NewHandler and through
+// llmmetrics.NewHandler, with metrics only (a no-op TracerProvider) and
+// with spans (every request sampled, spans batched to an exporter that
+// drops them), on an in-memory ResponseWriter. Each setup has its own SDK
+// MeterProvider with a manual reader, as a process with one exporter has.
+//
+//	go test -run '^$' -bench BenchmarkBesideOtelhttp -count 10 ./examples/otelhttp
+
+// chunks is how many token-carrying chunks the handler streams.
+const chunks = 32
+
+var reqBody = `{"messages":[{"role":"user","content":"Say hello."}],"model":"gpt-4o-mini","stream":true,` +
+	`"stream_options":{"include_usage":true},"max_tokens":64}`
+
+// events is the stream the handler writes.
+var events = func() [][]byte {
+	var evs [][]byte
+	head := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"delta":{"content":"`
+	for i := range chunks {
+		evs = append(evs, []byte(head+"tok"+strconv.Itoa(i)+`"},"finish_reason":null}]}`+"\n\n"))
+	}
+	evs = append(evs,
+		[]byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini-2024-07-18","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":32,"total_tokens":44}}`+"\n\n"),
+		[]byte("data: [DONE]\n\n"))
+	return evs
+}()
+
+// stream is the handler every setup wraps.
+var stream = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	f := w.(http.Flusher)
+	for _, ev := range events {
+		_, _ = w.Write(ev)
+		f.Flush()
+	}
+})
+
+// memWriter is an in-memory ResponseWriter with Flush.
+type memWriter struct {
+	h http.Header
+	n int
+}
+
+func (w *memWriter) Header() http.Header         { return w.h }
+func (w *memWriter) WriteHeader(int)             {}
+func (w *memWriter) Write(p []byte) (int, error) { w.n += len(p); return len(p), nil }
+func (w *memWriter) Flush()                      {}
+
+// server serves one handler on a reusable request and writer.
+type server struct {
+	h    http.Handler
+	body *strings.Reader
+	req  *http.Request
+	w    *memWriter
+}
+
+func newServer(h http.Handler) *server {
+	s := &server{h: h, body: strings.NewReader(reqBody), w: &memWriter{h: http.Header{}}}
+	s.req, _ = http.NewRequest(http.MethodPost, "http://gateway.internal/v1/chat/completions", io.NopCloser(s.body))
+	s.req.Header.Set("Content-Type", "application/json")
+	s.req.ContentLength = int64(len(reqBody))
+	return s
+}
+
+func (s *server) serve() {
+	s.body.Reset(reqBody)
+	clear(s.w.h)
+	s.h.ServeHTTP(s.w, s.req)
+}
+
+func meterProvider(b *testing.B) metric.MeterProvider {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	return mp
+}
+
+func tracerProvider(b *testing.B, spans bool) trace.TracerProvider {
+	if !spans {
+		return noop.NewTracerProvider()
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return tp
+}
+
+// setups are the handlers compared, by name: the first is the floor.
+func setups(b *testing.B) []struct {
+	name string
+	h    http.Handler
+} {
+	otel := func(spans bool) http.Handler {
+		return otelhttp.NewHandler(stream, "chat",
+			otelhttp.WithMeterProvider(meterProvider(b)), otelhttp.WithTracerProvider(tracerProvider(b, spans)))
+	}
+	llm := func(spans bool) http.Handler {
+		tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(meterProvider(b)),
+			llmmetrics.WithTracerProvider(tracerProvider(b, spans)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return llmmetrics.NewHandler(tr, stream, llmmetrics.WithModels("gpt-4o-mini"))
+	}
+	return []struct {
+		name string
+		h    http.Handler
+	}{
+		{"plain", stream},
+		{"otelhttp", otel(false)},
+		{"llmmetrics", llm(false)},
+		{"otelhttp+spans", otel(true)},
+		{"llmmetrics+spans", llm(true)},
+	}
+}
+
+// BenchmarkBesideOtelhttp runs each setup alone (for its allocations), then
+// all of them interleaved: in each round every setup serves one request,
+// the first in turn, so all see the same load; it reports the median time
+// of each, the medians over rounds of what each adds to its base (metrics:
+// to plain; spans: to the same setup without spans), and their ratios.
+func BenchmarkBesideOtelhttp(b *testing.B) {
+	for _, s := range setups(b) {
+		b.Run(s.name, func(b *testing.B) {
+			srv := newServer(s.h)
+			b.ReportAllocs()
+			for b.Loop() {
+				srv.serve()
+			}
+		})
+	}
+	b.Run("interleaved", func(b *testing.B) {
+		ss := setups(b)
+		servers := make([]*server, len(ss))
+		for i, s := range ss {
+			servers[i] = newServer(s.h)
+		}
+		times := interleave(b, servers)
+		for i, s := range ss {
+			b.ReportMetric(us(median(times[i])), s.name+"-µs")
+		}
+		const plain, otel, llm, otelSpans, llmSpans = 0, 1, 2, 3, 4
+		otelAdded, llmAdded := added(times, otel, plain), added(times, llm, plain)
+		otelSpan, llmSpan := added(times, otelSpans, otel), added(times, llmSpans, llm)
+		b.ReportMetric(us(otelAdded), "otelhttp-added-µs")
+		b.ReportMetric(us(llmAdded), "llmmetrics-added-µs")
+		b.ReportMetric(float64(llmAdded)/float64(otelAdded), "llmmetrics/otelhttp")
+		b.ReportMetric(us(otelSpan), "otelhttp-span-µs")
+		b.ReportMetric(us(llmSpan), "llmmetrics-span-µs")
+		b.ReportMetric(float64(llmSpan)/float64(otelSpan), "llmmetrics/otelhttp-span")
+	})
+}
+
+// interleave serves one request with each server per round of b.Loop, the
+// first in turn, and times each (the loop of the library's
+// internal/benchloop.Interleave, which this module cannot import).
+func interleave(b *testing.B, servers []*server) [][]time.Duration {
+	times := make([][]time.Duration, len(servers))
+	round := 0
+	for b.Loop() {
+		for j := range servers {
+			k := (j + round) % len(servers)
+			start := time.Now()
+			servers[k].serve()
+			times[k] = append(times[k], time.Since(start))
+		}
+		round++
+	}
+	return times
+}
+
+func median(d []time.Duration) time.Duration {
+	d = slices.Clone(d)
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// added is the median over rounds of what setup k took beyond setup base
+// in the same round.
+func added(times [][]time.Duration, k, base int) time.Duration {
+	d := make([]time.Duration, len(times[k]))
+	for i := range d {
+		d[i] = times[k][i] - times[base][i]
+	}
+	return median(d)
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
