@@ -58,10 +58,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// when the model is known (begin).
 	ctx := r.Context()
 	rw.ctx, rw.span = c.t.startSpan(ctx, sideServer, rw.start, c.spanStart(sideServer, rw.ep))
-	var facts []attribute.KeyValue
 	if rw.span != nil {
-		facts = serverAttrs(r.Host, r.TLS != nil, nil)
+		rw.spanKVs = serverAttrs(r.Host, r.TLS != nil, make([]attribute.KeyValue, 0, spanAttrCap))
 	}
+	var b *reqBody
 	if r.Body != nil && r.Body != http.NoBody {
 		// Nothing is read ahead: Expect: 100-continue is honoured and
 		// memory follows the bytes received. When the model is read from
@@ -69,32 +69,24 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// known, or when next answers, whichever comes first. For a span
 		// that records, the body is scanned on to its end for
 		// requestFacts.
-		b := &reqBody{rc: r.Body, rw: rw, size: r.ContentLength, wantModel: c.wantModel(rw.ep)}
+		b = &reqBody{rc: r.Body, rw: rw, size: r.ContentLength, wantModel: c.wantModel(rw.ep)}
 		if (b.wantModel || rw.span != nil) && hasJSONBody(r) {
 			b.s = requestScanners.Get().(*jsonstream.Scanner)
 			b.s.Reset()
+		} else {
+			b.wantModel = false
 		}
 		in := r.WithContext(rw.ctx)
 		in.Body = b
 		rw.r = in
-		if b.s == nil || !b.wantModel {
-			b.wantModel = false
-			rw.request()
-		}
-		if b.s == nil && rw.span != nil {
-			facts = requestFacts(nil, rw.ep, facts)
-		}
-	} else {
-		if rw.ctx != ctx {
-			rw.r = r.WithContext(rw.ctx)
-		}
-		rw.request()
-		if rw.span != nil {
-			facts = requestFacts(nil, rw.ep, facts)
-		}
+	} else if rw.ctx != ctx {
+		rw.r = r.WithContext(rw.ctx)
 	}
-	if len(facts) > 0 {
-		rw.span.SetAttributes(facts...)
+	if rw.span != nil && (b == nil || b.s == nil) {
+		rw.spanKVs = requestFacts(nil, rw.ep, rw.spanKVs) // no JSON body to scan: what the path tells
+	}
+	if b == nil || !b.wantModel {
+		rw.request()
 	}
 	defer func() {
 		p := recover()
@@ -113,7 +105,7 @@ func (rw *respWriter) begin() {
 	model := rw.model
 	rw.modelMu.Unlock()
 	c := rw.core
-	rw.req = c.begin(rw.ctx, rw.span, sideServer, rw.start, c.attrs(rw.orig, rw.ep, model))
+	rw.req = c.begin(rw.ctx, rw.span, sideServer, rw.start, c.attrs(rw.orig, rw.ep, model), rw.spanKVs)
 }
 
 // request starts the measured request if it has not started, and returns
@@ -161,7 +153,8 @@ func (b *reqBody) Read(p []byte) (int, error) {
 		if n > 0 {
 			s.Feed(p[:n])
 		}
-		ended := err != nil || s.Done() || s.Err() != nil || s.Offset() > maxRequestBytes
+		ended := err != nil || s.Done() || s.Err() != nil || s.Offset() > maxRequestBytes ||
+			!b.wantModel && factsKnown(s, b.rw.ep)
 		if b.wantModel {
 			switch v := &s.Values[rModel]; {
 			case v.Kind == jsonstream.KindString && (v.Complete || v.Truncated):
@@ -207,10 +200,8 @@ func (b *reqBody) stop() {
 	if b.wantModel {
 		b.setModel("")
 	}
-	if span := b.rw.span; span != nil {
-		if kvs := requestFacts(b.s, b.rw.ep, nil); len(kvs) > 0 {
-			span.SetAttributes(kvs...)
-		}
+	if b.rw.span != nil {
+		b.rw.request().addSpanFacts(b.s, b.rw.ep)
 	}
 	requestScanners.Put(b.s)
 	b.s = nil

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -32,8 +33,9 @@ type respWriter struct {
 
 	// The span starts at ServeHTTP's entry; ctx carries it (the request's
 	// own context when no span is made) and span is nil unless it records.
-	ctx  context.Context
-	span trace.Span
+	ctx     context.Context
+	span    trace.Span
+	spanKVs []attribute.KeyValue // the span's attributes known at the entry; the Request's once it starts
 
 	// The request starts once (request): at ServeHTTP's entry when the
 	// model is known then, else when the body has told it or next answers.

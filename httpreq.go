@@ -187,15 +187,21 @@ func (c *httpCore) spanStart(role side, ep endpoint) string {
 }
 
 // begin starts the measured request in role with ctx and its span, once
-// its attributes are known: the span takes their name and attributes.
-func (c *httpCore) begin(ctx context.Context, span trace.Span, role side, start time.Time, attrs []attribute.KeyValue) *Request {
+// its attributes are known: the span takes their name (and their values
+// at End). kvs are the span's other attributes known by now.
+func (c *httpCore) begin(ctx context.Context, span trace.Span, role side, start time.Time, attrs, kvs []attribute.KeyValue) *Request {
 	set := c.t.setOf(role, attrs)
 	if span != nil {
 		span.SetName(set.name)
-		span.SetAttributes(set.attrs...)
 	}
-	return c.t.newRequest(ctx, role, start, set, span)
+	return c.t.newRequest(ctx, role, start, set, span, kvs)
 }
+
+// spanAttrCap is the room a request's span attributes get at once: those
+// of the wrappers (server.*, gen_ai.request.stream and max_tokens) and of
+// End (endSpan), beside the request's own, so that they take one
+// allocation.
+const spanAttrCap = 24
 
 // modelName applies the allowlist and the bounds to a model name read from
 // a request ("" stays "").
@@ -216,19 +222,20 @@ func modelName[T string | []byte](c *httpCore, m T, truncated bool) string {
 
 // prepare reads what is needed from req's JSON body — "model", unless the
 // path names it (Gemini), with WithIncludeUsage whether to add
-// stream_options, and with facts (a span records) all of it for
+// stream_options, and for a span that records (kvs not nil) all of it, for
 // requestFacts — and returns the request to send with ctx (req itself
 // when its body was not read and ctx is its own, else a shallow copy whose
 // Body replays what was read), the model name, whether it added
 // stream_options.include_usage (the caller did not ask for the usage
-// chunk: see usageFilter), and with facts, requestFacts. req is never
-// modified; its Body is read, and closed when the copy's Body is.
-func (c *httpCore) prepare(ctx context.Context, req *http.Request, ep endpoint, facts bool) (out *http.Request, model string, addedUsage bool, kvs []attribute.KeyValue) {
+// chunk: see usageFilter), and kvs with requestFacts appended. req is
+// never modified; its Body is read, and closed when the copy's Body is.
+func (c *httpCore) prepare(ctx context.Context, req *http.Request, ep endpoint, kvs []attribute.KeyValue) (out *http.Request, model string, addedUsage bool, _ []attribute.KeyValue) {
+	facts := kvs != nil
 	wantModel := c.wantModel(ep)
 	inject := c.cfg.includeUsage && ep.streamOptions
 	if !(wantModel || inject || facts) || !hasJSONBody(req) {
 		if facts {
-			kvs = requestFacts(nil, ep, nil)
+			kvs = requestFacts(nil, ep, kvs)
 		}
 		if out = req; ctx != req.Context() {
 			out = req.WithContext(ctx)
@@ -238,9 +245,16 @@ func (c *httpCore) prepare(ctx context.Context, req *http.Request, ep endpoint, 
 	s := requestScanners.Get().(*jsonstream.Scanner)
 	defer requestScanners.Put(s)
 	s.Reset()
-	buf, err := readAhead(req.Body, req.ContentLength, s, inject || facts)
+	enough := modelKnown
+	switch {
+	case inject:
+		enough = nil // to the end of the body
+	case facts:
+		enough = func(s *jsonstream.Scanner) bool { return modelKnown(s) && factsKnown(s, ep) }
+	}
+	buf, err := readAhead(req.Body, req.ContentLength, s, enough)
 	if facts {
-		kvs = requestFacts(s, ep, nil)
+		kvs = requestFacts(s, ep, kvs)
 	}
 
 	model = modelName(c, ep.pathModel, false)
@@ -293,11 +307,29 @@ func hasJSONBody(req *http.Request) bool {
 	return len(ct) == 0 || mediaTypeOf(ct[0]) == mediaJSON
 }
 
+// modelKnown reports whether s has read the whole "model" member.
+func modelKnown(s *jsonstream.Scanner) bool { return s.Values[rModel].Complete }
+
+// factsKnown reports whether s has read all that requestFacts can tell:
+// "stream" (unless the path tells it) and a length bound. Without either,
+// only the end of the body tells.
+func factsKnown(s *jsonstream.Scanner, ep endpoint) bool {
+	if !s.Values[rStream].Complete && ep.proto != ProtocolGemini {
+		return false
+	}
+	for _, i := range maxTokensMembers {
+		if s.Values[i].Complete {
+			return true
+		}
+	}
+	return false
+}
+
 // readAhead reads body into a new buffer, feeding s, until the end of the
-// body (toEOF), or until s has the model or has stopped (!toEOF), or
+// body, or until s has stopped or has enough (nil: never), or
 // maxRequestBytes. It returns what it read and the read error (io.EOF at
 // the end of the body); a nil error means the body goes on.
-func readAhead(body io.Reader, size int64, s *jsonstream.Scanner, toEOF bool) ([]byte, error) {
+func readAhead(body io.Reader, size int64, s *jsonstream.Scanner, enough func(*jsonstream.Scanner) bool) ([]byte, error) {
 	n := 4 << 10
 	if size > 0 {
 		n = int(min(size+1, maxRequestBytes+1)) // +1: room to see EOF without growing
@@ -320,7 +352,7 @@ func readAhead(body io.Reader, size int64, s *jsonstream.Scanner, toEOF bool) ([
 		if err != nil {
 			return buf, err
 		}
-		if s.Err() != nil || !toEOF && (s.Done() || s.Values[rModel].Complete) {
+		if s.Err() != nil || enough != nil && (s.Done() || enough(s)) {
 			return buf, nil
 		}
 	}

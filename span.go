@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/llmmetrics/llmmetrics/internal/jsonstream"
 )
 
 // This file makes the span of each request, after the GenAI conventions of
@@ -175,10 +178,22 @@ type spanFacts struct {
 	inputKnown, outputKnown bool
 }
 
-// endSpan sets the span's attributes from rec, its status from err, and
-// ends it at rec.End.
-func (r *Request) endSpan(rec Record, err error, f spanFacts) {
-	kvs := make([]attribute.KeyValue, 0, 16)
+// addSpanFacts adds to the span's attributes what the request body
+// scanned by s tells (requestFacts), unless the request has ended.
+func (r *Request) addSpanFacts(s *jsonstream.Scanner, ep endpoint) {
+	r.mu.Lock()
+	if !r.ended {
+		r.spanKVs = requestFacts(s, ep, r.spanKVs)
+	}
+	r.mu.Unlock()
+}
+
+// endSpan sets the span's attributes, those gathered before and the
+// request's own from rec, in one call; its status from err; and ends it at
+// rec.End. kvs are r.spanKVs, which it owns now.
+func (r *Request) endSpan(rec Record, err error, f spanFacts, kvs []attribute.KeyValue) {
+	kvs = slices.Grow(kvs, len(r.set.attrs)+16)
+	kvs = append(kvs, r.set.attrs...)
 	kvs = append(kvs, OutcomeKey.String(rec.Outcome.String()))
 	if rec.ResponseModel != "" {
 		kvs = append(kvs, semconv.GenAIResponseModel(rec.ResponseModel))

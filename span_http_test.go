@@ -485,3 +485,57 @@ func TestSpanHTTPNotSampled(t *testing.T) {
 	assert.False(t, sent.IsSampled())
 	assert.Empty(t, rec.Ended())
 }
+
+// smallReads gives at most 16 bytes per Read and counts what it gave.
+type smallReads struct {
+	r *strings.Reader
+	n int
+}
+
+func (b *smallReads) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p[:min(len(p), 16)])
+	b.n += n
+	return n, err
+}
+
+// TestSpanReadsAheadOnlyWhatItNeeds: for a recording span, NewTransport
+// reads the request body ahead until it has the model, "stream" and a
+// length bound, not further; without "stream" only the body's end tells
+// its default, so it reads it all (and sends it all, replayed).
+func TestSpanReadsAheadOnlyWhatItNeeds(t *testing.T) {
+	rest := `,"messages":[{"role":"user","content":"` + strings.Repeat("x", 4096) + `"}]}`
+	for _, tc := range []struct {
+		name, head string
+		stream     attribute.Value
+		readAll    bool
+	}{
+		{"all told first", `{"model":"m","stream":true,"max_tokens":5`, attribute.BoolValue(true), false},
+		{"no stream member", `{"model":"m","max_tokens":5`, attribute.BoolValue(false), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, rec, _, _ := spanTracker(t)
+			body := &smallReads{r: strings.NewReader(tc.head + rest)}
+			var readFirst, sent int
+			base := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+				readFirst = body.n
+				b, err := io.ReadAll(req.Body)
+				sent = len(b)
+				return &http.Response{StatusCode: 204, Body: http.NoBody, Request: req}, err
+			})
+			req, err := http.NewRequest(http.MethodPost, "http://h/v1/chat/completions", io.NopCloser(body))
+			require.NoError(t, err)
+			resp, err := NewTransport(tr, base).RoundTrip(req)
+			require.NoError(t, err)
+			require.NoError(t, resp.Body.Close())
+			assert.Equal(t, len(tc.head)+len(rest), sent, "the whole body is sent")
+			if tc.readAll {
+				assert.Equal(t, sent, readFirst)
+			} else {
+				assert.Less(t, readFirst, len(tc.head)+16, "read up to the length bound, not further")
+			}
+			attrs := attrMap(onlySpan(t, rec).Attributes())
+			assert.Equal(t, tc.stream, attrs[semconv.GenAIRequestStreamKey])
+			assert.Equal(t, attribute.IntValue(5), attrs[semconv.GenAIRequestMaxTokensKey])
+		})
+	}
+}

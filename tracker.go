@@ -266,10 +266,7 @@ func (t *Tracker) startAs(ctx context.Context, role side, start time.Time, attrs
 	}
 	set := t.setOf(role, attrs)
 	ctx, span := t.startSpan(ctx, role, start, set.name)
-	if span != nil {
-		span.SetAttributes(set.attrs...)
-	}
-	return t.newRequest(ctx, role, start, set, span)
+	return t.newRequest(ctx, role, start, set, span, nil)
 }
 
 // setOf returns the prebuilt options of the Tracker's attributes in role
@@ -282,10 +279,11 @@ func (t *Tracker) setOf(role side, attrs []attribute.KeyValue) *attrSet {
 }
 
 // newRequest returns a started request in role, measured with ctx, with
-// its span (nil when none records).
-func (t *Tracker) newRequest(ctx context.Context, role side, start time.Time, set *attrSet, span trace.Span) *Request {
+// its span (nil when none records) and the span attributes known so far
+// (kvs, which it keeps).
+func (t *Tracker) newRequest(ctx context.Context, role side, start time.Time, set *attrSet, span trace.Span, kvs []attribute.KeyValue) *Request {
 	in := &t.inst[role]
-	r := &Request{t: t, inst: in, set: set, ctx: ctx, start: start, span: span}
+	r := &Request{t: t, inst: in, set: set, ctx: ctx, start: start, span: span, spanKVs: kvs}
 	in.active.Add(ctx, 1, set.active...)
 	return r
 }
@@ -303,6 +301,10 @@ type Request struct {
 	ctx   context.Context // the caller's, with the request's span
 	start time.Time
 	span  trace.Span // nil when no span records
+	// spanKVs are span attributes gathered before End, which sets them
+	// with its own in one call (each SetAttributes call of the SDK grows
+	// the span's slice); guarded by mu.
+	spanKVs []attribute.KeyValue
 
 	mu              sync.Mutex
 	first, last     time.Duration // offsets from start of the first and last token-carrying chunk
@@ -496,13 +498,14 @@ func (r *Request) EndAt(t time.Time, err error) Record {
 	rec := r.record()
 	low := r.hasUsage && r.output < r.chunks
 	facts := spanFacts{inputKnown: r.hasInput, outputKnown: r.hasUsage || r.chunks > 0}
+	spanKVs := r.spanKVs
 	r.mu.Unlock()
 	if low {
 		otel.Handle(fmt.Errorf("%w: usage says %d, %d chunks arrived; N is %d", errUsageBelowChunks, r.output, rec.Chunks, rec.OutputTokens))
 	}
 	r.t.finish(r.ctx, r.inst, r.set, rec, err)
 	if r.span != nil {
-		r.endSpan(rec, err, facts)
+		r.endSpan(rec, err, facts, spanKVs)
 	}
 	return rec
 }

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // NewTransport returns an http.RoundTripper that measures with t, in the
@@ -94,11 +96,12 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 	// The span starts first: whether it records decides how much of the
 	// body is read (requestFacts), and what next sends is its child.
 	sctx, span := c.t.startSpan(ctx, sideClient, start, c.spanStart(sideClient, ep))
-	out, model, addedUsage, facts := c.prepare(sctx, req, ep, span != nil)
-	r := c.begin(sctx, span, sideClient, start, c.attrs(req, ep, model))
+	var kvs []attribute.KeyValue
 	if span != nil {
-		span.SetAttributes(clientServerAttrs(req, facts)...)
+		kvs = clientServerAttrs(req, make([]attribute.KeyValue, 0, spanAttrCap))
 	}
+	out, model, addedUsage, kvs := c.prepare(sctx, req, ep, kvs)
+	r := c.begin(sctx, span, sideClient, start, c.attrs(req, ep, model), kvs)
 
 	resp, err := next.RoundTrip(out)
 	switch {
