@@ -57,7 +57,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The span starts at once, so that next runs in it; it is named again
 	// when the model is known (begin).
 	ctx := r.Context()
-	rw.ctx, rw.span = c.t.startSpan(ctx, sideServer, rw.start, c.spanStart(sideServer, rw.ep))
+	rw.ctx = ctx
+	if c.t.tracing() {
+		rw.ctx, rw.span = c.t.startSpan(ctx, sideServer, rw.start, c.spanStart(sideServer, rw.ep))
+	}
 	if rw.span != nil {
 		rw.spanKVs = serverAttrs(r.Host, r.TLS != nil, make([]attribute.KeyValue, 0, spanAttrCap))
 	}

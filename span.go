@@ -111,10 +111,7 @@ func spanNameOf(attrs []attribute.KeyValue) string {
 // handed down, so that what the request calls is not sampled either; a
 // no-op tracer's, which only repeats its parent's, is not.
 func (t *Tracker) startSpan(ctx context.Context, role side, start time.Time, name string) (context.Context, trace.Span) {
-	if t.tracer == nil || t.cfg.tracers == otel.GetTracerProvider() && t.cfg.tracersGlobal {
-		// No provider, or the global one while no SDK is installed: its
-		// span would record nothing and carry only its parent's context,
-		// and its Start would cost 5 allocations.
+	if !t.tracing() {
 		return ctx, nil
 	}
 	sctx, span := t.tracer.Start(ctx, name, spanKinds[role], trace.WithTimestamp(start))
@@ -125,6 +122,15 @@ func (t *Tracker) startSpan(ctx context.Context, role side, start time.Time, nam
 		return ctx, nil
 	}
 	return sctx, nil
+}
+
+// tracing reports whether the Tracker may make spans: not with a no-op
+// provider, nor with the global one while no SDK is installed, whose spans
+// record nothing and carry only their parent's context (and whose Start
+// costs 5 allocations). The wrappers ask it before they build a span's
+// start.
+func (t *Tracker) tracing() bool {
+	return t.tracer != nil && !(t.cfg.tracersGlobal && t.cfg.tracers == otel.GetTracerProvider())
 }
 
 // Context returns the context given to Start with the request's span, if

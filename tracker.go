@@ -503,7 +503,7 @@ func (r *Request) EndAt(t time.Time, err error) Record {
 	if low {
 		otel.Handle(fmt.Errorf("%w: usage says %d, %d chunks arrived; N is %d", errUsageBelowChunks, r.output, rec.Chunks, rec.OutputTokens))
 	}
-	r.t.finish(r.ctx, r.inst, r.set, rec, err)
+	r.t.finish(r.ctx, r.inst, r.set, &rec)
 	if r.span != nil {
 		r.endSpan(rec, err, facts, spanKVs)
 	}
@@ -578,11 +578,11 @@ func (t *Tracker) errorType(err error) string {
 }
 
 // finish records the measurements of an ended request.
-func (t *Tracker) finish(ctx context.Context, in *instruments, set *attrSet, rec Record, err error) {
+func (t *Tracker) finish(ctx context.Context, in *instruments, set *attrSet, rec *Record) {
 	st := sloNone
 	if t.cfg.hasSLO {
 		st = sloMissed
-		if t.cfg.slo.Met(rec) {
+		if t.cfg.slo.Met(*rec) {
 			st = sloMet
 		}
 	}
@@ -616,9 +616,9 @@ func (t *Tracker) finish(ctx context.Context, in *instruments, set *attrSet, rec
 	in.requests.Add(ctx, 1, opts.requests...)
 	in.active.Add(ctx, -1, set.active...)
 	if t.win != nil {
-		t.win.add(rec)
+		t.win.add(*rec)
 	}
 	if t.cfg.onEnd != nil {
-		t.cfg.onEnd(ctx, rec)
+		t.cfg.onEnd(ctx, *rec)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // NewTransport returns an http.RoundTripper that measures with t, in the
@@ -95,7 +96,10 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 	ctx := req.Context()
 	// The span starts first: whether it records decides how much of the
 	// body is read (requestFacts), and what next sends is its child.
-	sctx, span := c.t.startSpan(ctx, sideClient, start, c.spanStart(sideClient, ep))
+	sctx, span := ctx, trace.Span(nil)
+	if c.t.tracing() {
+		sctx, span = c.t.startSpan(ctx, sideClient, start, c.spanStart(sideClient, ep))
+	}
 	var kvs []attribute.KeyValue
 	if span != nil {
 		kvs = clientServerAttrs(req, make([]attribute.KeyValue, 0, spanAttrCap))
