@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -95,8 +97,15 @@ func (s *server) serve() {
 	s.h.ServeHTTP(s.w, s.req)
 }
 
-func meterProvider(b *testing.B) metric.MeterProvider {
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+// meterProvider returns an SDK MeterProvider with a manual reader; with
+// exemplars false, its exemplar filter keeps none (the default keeps those
+// of sampled spans).
+func meterProvider(b *testing.B, exemplars bool) metric.MeterProvider {
+	filter := exemplar.TraceBasedFilter
+	if !exemplars {
+		filter = exemplar.AlwaysOffFilter
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()), sdkmetric.WithExemplarFilter(filter))
 	b.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	return mp
 }
@@ -149,38 +158,50 @@ func byHand(tr *llmmetrics.Tracker) http.Handler {
 	})
 }
 
-// setups are the handlers compared, by name: the first is the floor.
-func setups(b *testing.B) []struct {
+// setups are the handlers compared, by name: the first is the floor; with
+// more, those that tell where the time goes (decoding, the Tracker's
+// measurements, the exemplars).
+func setups(b *testing.B, more bool) []struct {
 	name string
 	h    http.Handler
 } {
-	otel := func(spans bool) http.Handler {
+	otel := func(spans, exemplars bool) http.Handler {
 		return otelhttp.NewHandler(stream, "chat",
-			otelhttp.WithMeterProvider(meterProvider(b)), otelhttp.WithTracerProvider(tracerProvider(b, spans)))
+			otelhttp.WithMeterProvider(meterProvider(b, exemplars)), otelhttp.WithTracerProvider(tracerProvider(b, spans)))
 	}
-	tracker := func(spans bool) *llmmetrics.Tracker {
-		tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(meterProvider(b)),
+	tracker := func(spans, exemplars bool) *llmmetrics.Tracker {
+		tr, err := llmmetrics.NewTracker(llmmetrics.WithMeterProvider(meterProvider(b, exemplars)),
 			llmmetrics.WithTracerProvider(tracerProvider(b, spans)))
 		if err != nil {
 			b.Fatal(err)
 		}
 		return tr
 	}
-	llm := func(spans bool) http.Handler {
-		return llmmetrics.NewHandler(tracker(spans), stream, llmmetrics.WithModels("gpt-4o-mini"))
+	llm := func(spans, exemplars bool) http.Handler {
+		return llmmetrics.NewHandler(tracker(spans, exemplars), stream, llmmetrics.WithModels("gpt-4o-mini"))
 	}
-	return []struct {
+	s := []struct {
 		name string
 		h    http.Handler
 	}{
 		{"plain", stream},
-		{"otelhttp", otel(false)},
-		{"llmmetrics", llm(false)},
-		{"otelhttp+spans", otel(true)},
-		{"llmmetrics+spans", llm(true)},
-		{"decode", byHand(nil)},
-		{"by-hand", byHand(tracker(false))},
+		{"otelhttp", otel(false, true)},
+		{"llmmetrics", llm(false, true)},
+		{"otelhttp+spans", otel(true, true)},
+		{"llmmetrics+spans", llm(true, true)},
 	}
+	if more {
+		s = append(s, []struct {
+			name string
+			h    http.Handler
+		}{
+			{"decode", byHand(nil)},
+			{"by-hand", byHand(tracker(false, true))},
+			{"otelhttp+spans-exemplars", otel(true, false)},
+			{"llmmetrics+spans-exemplars", llm(true, false)},
+		}...)
+	}
+	return s
 }
 
 // BenchmarkBesideOtelhttp runs each setup alone (for its allocations), then
@@ -189,7 +210,7 @@ func setups(b *testing.B) []struct {
 // of each, the medians over rounds of what each adds to its base (metrics:
 // to plain; spans: to the same setup without spans), and their ratios.
 func BenchmarkBesideOtelhttp(b *testing.B) {
-	for _, s := range setups(b) {
+	for _, s := range setups(b, true) {
 		b.Run(s.name, func(b *testing.B) {
 			srv := newServer(s.h)
 			b.ReportAllocs()
@@ -199,7 +220,7 @@ func BenchmarkBesideOtelhttp(b *testing.B) {
 		})
 	}
 	b.Run("interleaved", func(b *testing.B) {
-		ss := setups(b)
+		ss := setups(b, true)
 		servers := make([]*server, len(ss))
 		for i, s := range ss {
 			servers[i] = newServer(s.h)
@@ -208,7 +229,10 @@ func BenchmarkBesideOtelhttp(b *testing.B) {
 		for i, s := range ss {
 			b.ReportMetric(us(median(times[i])), s.name+"-µs")
 		}
-		const plain, otel, llm, otelSpans, llmSpans, decode, hand = 0, 1, 2, 3, 4, 5, 6
+		const (
+			plain, otel, llm, otelSpans, llmSpans = 0, 1, 2, 3, 4
+			decode, hand, otelSpansNoEx, llmSpansNoEx = 5, 6, 7, 8
+		)
 		otelAdded, llmAdded := added(times, otel, plain), added(times, llm, plain)
 		otelSpan, llmSpan := added(times, otelSpans, otel), added(times, llmSpans, llm)
 		b.ReportMetric(us(otelAdded), "otelhttp-added-µs")
@@ -222,6 +246,10 @@ func BenchmarkBesideOtelhttp(b *testing.B) {
 		b.ReportMetric(us(added(times, decode, plain)), "of-which-decoding-µs")
 		b.ReportMetric(us(added(times, hand, decode)), "of-which-recording-µs")
 		b.ReportMetric(us(added(times, llm, hand)), "of-which-wrapper-µs")
+		// What a span costs without the exemplars the SDK keeps for a
+		// sampled request's measurements.
+		b.ReportMetric(us(added(times, otelSpansNoEx, otel)), "otelhttp-span-no-exemplars-µs")
+		b.ReportMetric(us(added(times, llmSpansNoEx, llm)), "llmmetrics-span-no-exemplars-µs")
 	})
 }
 
@@ -260,3 +288,54 @@ func added(times [][]time.Duration, k, base int) time.Duration {
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// BenchmarkBesideOtelhttpLoopback is BenchmarkBesideOtelhttp over a real
+// connection: each setup behind its own httptest server on 127.0.0.1, each
+// request sent and its answer read to the end by a client of its own, the
+// setups interleaved as above. A request then costs ~0.2 ms of network
+// system calls, the same for every setup; what each wrapper adds is
+// read as above.
+func BenchmarkBesideOtelhttpLoopback(b *testing.B) {
+	ss := setups(b, false)
+	type target struct {
+		url    string
+		client *http.Client
+	}
+	targets := make([]target, len(ss))
+	for i, s := range ss {
+		srv := httptest.NewServer(s.h)
+		b.Cleanup(srv.Close)
+		tr := srv.Client().Transport.(*http.Transport).Clone()
+		b.Cleanup(tr.CloseIdleConnections)
+		targets[i] = target{srv.URL + "/v1/chat/completions", &http.Client{Transport: tr}}
+	}
+	send := func(t target) {
+		resp, err := t.client.Post(t.url, "application/json", strings.NewReader(reqBody))
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
+	times := make([][]time.Duration, len(targets))
+	round := 0
+	for b.Loop() {
+		for j := range targets {
+			k := (j + round) % len(targets)
+			start := time.Now()
+			send(targets[k])
+			times[k] = append(times[k], time.Since(start))
+		}
+		round++
+	}
+	const plain, otel, llm, otelSpans, llmSpans = 0, 1, 2, 3, 4
+	b.ReportMetric(us(median(times[plain])), "plain-µs")
+	otelAdded, llmAdded := added(times, otel, plain), added(times, llm, plain)
+	otelSpan, llmSpan := added(times, otelSpans, otel), added(times, llmSpans, llm)
+	b.ReportMetric(us(otelAdded), "otelhttp-added-µs")
+	b.ReportMetric(us(llmAdded), "llmmetrics-added-µs")
+	b.ReportMetric(float64(llmAdded)/float64(otelAdded), "llmmetrics/otelhttp")
+	b.ReportMetric(us(otelSpan), "otelhttp-span-µs")
+	b.ReportMetric(us(llmSpan), "llmmetrics-span-µs")
+	b.ReportMetric(float64(llmSpan)/float64(otelSpan), "llmmetrics/otelhttp-span")
+}
