@@ -230,7 +230,7 @@ func BenchmarkBesideOtelhttp(b *testing.B) {
 			b.ReportMetric(us(median(times[i])), s.name+"-µs")
 		}
 		const (
-			plain, otel, llm, otelSpans, llmSpans = 0, 1, 2, 3, 4
+			plain, otel, llm, otelSpans, llmSpans     = 0, 1, 2, 3, 4
 			decode, hand, otelSpansNoEx, llmSpansNoEx = 5, 6, 7, 8
 		)
 		otelAdded, llmAdded := added(times, otel, plain), added(times, llm, plain)
