@@ -96,9 +96,9 @@ func spanNameOf(attrs []attribute.KeyValue) string {
 	for _, kv := range attrs {
 		switch kv.Key {
 		case semconv.GenAIOperationNameKey:
-			op = kv.Value.Emit()
+			op = kv.Value.AsString()
 		case semconv.GenAIRequestModelKey:
-			model = kv.Value.Emit()
+			model = kv.Value.AsString()
 		}
 	}
 	return spanName(op, model)

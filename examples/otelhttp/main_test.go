@@ -57,7 +57,7 @@ func TestSpansComposeWithOtelhttp(t *testing.T) {
 
 	attrs := map[string]string{}
 	for _, kv := range genaiClient.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	assert.Equal(t, "8", attrs[string(semconv.GenAIRequestMaxTokensKey)])
 	assert.Equal(t, "true", attrs[string(semconv.GenAIRequestStreamKey)])
