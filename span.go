@@ -264,11 +264,13 @@ func spanFailed(role side, rec Record, err error) bool {
 	return !errors.As(err, &st) || st.StatusCode >= 500
 }
 
-// endHopSpan ends the span of a redirect hop, which is not a request: it
-// has no GenAI attributes beyond its start, only the redirect's status.
-func endHopSpan(span trace.Span, status int, at time.Time) {
-	span.SetAttributes(semconv.HTTPResponseStatusCode(status))
-	span.End(trace.WithTimestamp(at))
+// endHopSpan ends now the span of a redirect hop, which is not a request:
+// it has the request's attributes and those gathered (kvs, r.spanKVs), and
+// the redirect's status, but no measurement and no outcome.
+func (r *Request) endHopSpan(kvs []attribute.KeyValue, status int) {
+	kvs = append(append(kvs, r.set.attrs...), semconv.HTTPResponseStatusCode(status))
+	r.span.SetAttributes(kvs...)
+	r.span.End(trace.WithTimestamp(r.t.cfg.now()))
 }
 
 // serverAttrs returns server.address and server.port of a request sent to

@@ -392,7 +392,11 @@ func TestSpanOfARedirectedCall(t *testing.T) {
 	spans := rec.Ended()
 	require.Len(t, spans, 2)
 	hop, call := spans[0], spans[1]
-	assert.Equal(t, attribute.IntValue(308), attrMap(hop.Attributes())[semconv.HTTPResponseStatusCodeKey])
+	hopAttrs := attrMap(hop.Attributes())
+	assert.Equal(t, attribute.IntValue(308), hopAttrs[semconv.HTTPResponseStatusCodeKey])
+	assert.Equal(t, attribute.StringValue("m"), hopAttrs[semconv.GenAIRequestModelKey])
+	assert.NotContains(t, hopAttrs, OutcomeKey, "a hop is not a request")
+	assert.Equal(t, "chat m", hop.Name())
 	assert.Equal(t, spanT0, hop.StartTime())
 	assert.Equal(t, "chat m", call.Name())
 	assert.Equal(t, (*ended)[0].Start, call.StartTime(), "from the first hop's start")

@@ -175,11 +175,12 @@ func (r *Request) discard(status int) {
 	r.mu.Lock()
 	done := r.ended
 	r.ended = true
+	kvs := r.spanKVs
 	r.mu.Unlock()
 	if !done {
 		r.inst.active.Add(r.ctx, -1, r.set.active...)
 		if r.span != nil {
-			endHopSpan(r.span, status, r.t.cfg.now())
+			r.endHopSpan(kvs, status)
 		}
 	}
 }
