@@ -70,8 +70,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// memory follows the bytes received. When the model is read from
 		// the body (as next reads it), the request starts once it is
 		// known, or when next answers, whichever comes first. For a span
-		// that records, the body is scanned on to its end for
-		// requestFacts.
+		// that records, the body is scanned on for requestFacts.
 		b = &reqBody{rc: r.Body, rw: rw, size: r.ContentLength, wantModel: c.wantModel(rw.ep)}
 		if (b.wantModel || rw.span != nil) && hasJSONBody(r) {
 			b.s = requestScanners.Get().(*jsonstream.Scanner)
@@ -123,13 +122,13 @@ func (rw *respWriter) request() *Request {
 // ask for and keeps no byte. While the model is wanted, the bytes next
 // reads go on the side to a JSON scanner until the "model" member is known
 // (or the body tells it is not there); then the request starts. For a span
-// that records, the scanner goes on to the body's end, and the span gets
-// requestFacts. Once the
-// body has given all it declared (Content-Length) or io.EOF, it answers
-// io.EOF itself: a proxy's transport reads once more after the declared
-// length, and net/http's HTTP/1 server may have closed the inbound body by
-// then, when the response started (golang/go#40747), which would make the
-// transport drop the upstream connection mid-stream.
+// that records, the scanner goes on until the body has told what
+// requestFacts reads (factsKnown) or has ended. Once the body has given all
+// it declared (Content-Length) or io.EOF, it answers io.EOF itself: a
+// proxy's transport reads once more after the declared length, and
+// net/http's HTTP/1 server may have closed the inbound body by then, when
+// the response started (golang/go#40747), which would make the transport
+// drop the upstream connection mid-stream.
 type reqBody struct {
 	rc        io.ReadCloser
 	rw        *respWriter

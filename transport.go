@@ -20,9 +20,9 @@ import (
 //
 // Each round trip is one request, until the response body ends, with a
 // client span that base's request carries; the body is wrapped as by
-// NewReader, with the Decoder chosen from the Content-Type and the path. A status of 400 or more is OutcomeError with error.type the
-// status code. The caller's request is never modified; each retry is its
-// own request. docs/http.md has the details. A nil Tracker measures
+// NewReader, with the Decoder chosen from the Content-Type and the path. A
+// status of 400 or more is OutcomeError with error.type the status code.
+// The caller's request is never modified; each retry is its own request. docs/http.md has the details. A nil Tracker measures
 // nothing. It is safe for concurrent use if base is.
 func NewTransport(t *Tracker, base http.RoundTripper, opts ...TransportOption) http.RoundTripper {
 	return &transport{core: newHTTPCore(t, newTransportConfig(opts)), base: base}
