@@ -70,7 +70,9 @@ func newTracer(tp trace.TracerProvider) trace.Tracer {
 // isDefaultGlobal reports whether tp is the global TracerProvider as otel
 // makes it before any is installed (a type of its internal package). If
 // otel's internals change, this is false, which costs only the allocations
-// of a Start that records nothing.
+// of a Start that records nothing. (OpenTelemetry's eBPF
+// auto-instrumentation, which turns that provider's spans on from outside
+// the process, does not see a Tracker's spans while none is installed.)
 func isDefaultGlobal(tp trace.TracerProvider) bool {
 	t := reflect.TypeOf(tp)
 	return t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global" &&

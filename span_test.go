@@ -287,8 +287,8 @@ type ctxKey struct{}
 
 // TestSpanGlobalProviderInstalledLater: a Tracker made with the default
 // (global) provider before an SDK is installed makes spans once it is,
-// through otel's delegation. It runs in a child process, which alone sets
-// the global provider.
+// through otel's delegation, as does one made after. It runs in a child
+// process, which alone sets the global provider.
 func TestSpanGlobalProviderInstalledLater(t *testing.T) {
 	if os.Getenv("LLMMETRICS_SPAN_GLOBAL_CHILD") == "1" {
 		tr, err := NewTracker(WithMeterProvider(sdkmetric.NewMeterProvider()))
@@ -297,9 +297,13 @@ func TestSpanGlobalProviderInstalledLater(t *testing.T) {
 		rec := tracetest.NewSpanRecorder()
 		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
 		tr.Start(context.Background(), semconv.GenAIOperationNameEmbeddings).End(nil)
+		later, err := NewTracker(WithMeterProvider(sdkmetric.NewMeterProvider()))
+		require.NoError(t, err)
+		later.Start(context.Background(), semconv.GenAIOperationNameTextCompletion).End(nil)
 		spans := rec.Ended()
-		require.Len(t, spans, 1, "only the request after the SDK was installed")
+		require.Len(t, spans, 2, "only the requests after the SDK was installed")
 		require.Equal(t, "embeddings", spans[0].Name())
+		require.Equal(t, "text_completion", spans[1].Name(), "a Tracker made after it uses it")
 		fmt.Println("child ok")
 		return
 	}
