@@ -16,6 +16,7 @@ var anthropicSpec = protocolSpec{
 	provider: semconv.GenAIProviderNameAnthropic,
 	paths:    []pathRule{{suffix: "/messages", op: opChat}},
 	sse:      true,
+	streams:  streamNo,
 	sniff:    sniffRule{types: []string{"message_start"}},
 }
 

@@ -26,8 +26,8 @@ var updateAPI = flag.Bool("update-api", false, "rewrite testdata/api.txt with th
 // beyond either is a decision to take on purpose, not an accident. Long
 // explanations belong in docs/, not in doc comments.
 const (
-	maxExported = 132
-	maxDocLines = 1160
+	maxExported = 136
+	maxDocLines = 1200
 )
 
 // TestAPI lists every exported name of the package (constants, variables,

@@ -22,6 +22,7 @@ var cohereSpec = protocolSpec{
 	provider: semconv.GenAIProviderNameCohere,
 	paths:    []pathRule{{suffix: "/v2/chat", op: opChat}},
 	sse:      true,
+	streams:  streamNo,
 	sniff:    sniffRule{types: []string{"message-start"}},
 	answer:   &cohereAnswer,
 }

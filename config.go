@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 const (
@@ -47,22 +48,29 @@ func (f optionFunc) apply(c *config) { f(c) }
 
 // config holds every setting of a Tracker; newConfig sets the defaults.
 type config struct {
-	provider  metric.MeterProvider
-	now       func() time.Time
-	slo       SLO
-	hasSLO    bool
-	attrs     []attribute.KeyValue
-	keepITL   bool
-	windowN   int
-	windowAge time.Duration
-	cacheSize int
-	errs      []error
-	onEnd     func(context.Context, Record)
+	provider metric.MeterProvider
+	tracers  trace.TracerProvider
+	// tracersGlobal: tracers is the default global provider, which
+	// delegates to the one otel.SetTracerProvider installs (and
+	// otel.GetTracerProvider returns from then on).
+	tracersGlobal bool
+	events        bool // a span event per token-carrying chunk (WithChunkEvents)
+	now           func() time.Time
+	slo           SLO
+	hasSLO        bool
+	attrs         []attribute.KeyValue
+	keepITL       bool
+	windowN       int
+	windowAge     time.Duration
+	cacheSize     int
+	errs          []error
+	onEnd         func(context.Context, Record)
 }
 
 func newConfig(opts []Option) (config, error) {
 	c := config{
 		provider:  otel.GetMeterProvider(),
+		tracers:   otel.GetTracerProvider(),
 		now:       time.Now,
 		keepITL:   true,
 		windowN:   defaultWindowRequests,
@@ -74,6 +82,7 @@ func newConfig(opts []Option) (config, error) {
 			o.apply(&c)
 		}
 	}
+	c.tracersGlobal = isDefaultGlobal(c.tracers)
 	return c, errors.Join(c.errs...)
 }
 
@@ -85,6 +94,23 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 			c.provider = mp
 		}
 	})
+}
+
+// WithTracerProvider sets the TracerProvider of the Tracker's spans, one per
+// request, which carry counts and times, never text (docs/http.md).
+// Default: the global provider (otel.GetTracerProvider).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return optionFunc(func(c *config) {
+		if tp != nil {
+			c.tracers = tp
+		}
+	})
+}
+
+// WithChunkEvents adds to each request's span an event per token-carrying
+// chunk, at its arrival (the SDK keeps 128 by default). Default: off.
+func WithChunkEvents() Option {
+	return optionFunc(func(c *config) { c.events = true })
 }
 
 // WithClock sets the clock a Tracker reads in Start, Chunk and End.

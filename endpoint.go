@@ -14,7 +14,9 @@ type endpoint struct {
 	op            attribute.KeyValue // gen_ai.operation.name; invalid when unknown
 	array         bool               // a JSON answer is a stream of values in an array (pathRule.array)
 	streamOptions bool               // OpenAI chat completions or completions: stream_options applies
+	stream        streamMode         // whether it streams, when the path tells it (pathRule.stream)
 	pathModel     string             // Gemini's /models/{model}:…, Azure's /deployments/{name}/…
+	modelInPath   bool               // pathModel is the request's model (protocolSpec.pathIsModel)
 }
 
 // Operation names (semconv v1.41.0 gen_ai.operation.name values).
@@ -63,9 +65,10 @@ func classifyPath(path string) endpoint {
 		if !strings.HasSuffix(path, e.rule.suffix) {
 			continue
 		}
-		ep := endpoint{proto: e.proto, op: e.rule.op, array: e.rule.array, streamOptions: e.rule.streamOptions}
-		if f := e.proto.spec().pathModel; f != nil {
-			ep.pathModel = f(path)
+		ep := endpoint{proto: e.proto, op: e.rule.op, array: e.rule.array, streamOptions: e.rule.streamOptions, stream: e.rule.stream}
+		if s := e.proto.spec(); s.pathModel != nil {
+			ep.pathModel = s.pathModel(path)
+			ep.modelInPath = s.pathIsModel && ep.pathModel != ""
 		}
 		return ep
 	}

@@ -27,14 +27,15 @@ var geminiSpec = protocolSpec{
 	decoder:  func(opts []DecoderOption) Decoder { return &geminiAutoDecoder{opts: opts} },
 	provider: semconv.GenAIProviderNameGCPGemini,
 	paths: []pathRule{
-		{suffix: ":streamGenerateContent", op: opGenerate, array: true},
-		{suffix: ":generateContent", op: opGenerate},
+		{suffix: ":streamGenerateContent", op: opGenerate, array: true, stream: streamYes},
+		{suffix: ":generateContent", op: opGenerate, stream: streamNo},
 		{suffix: ":embedContent", op: opEmbeddings},
 		{suffix: ":batchEmbedContents", op: opEmbeddings},
 	},
-	pathModel: geminiPathModel,
-	sse:       true,
-	sniff:     sniffRule{members: []string{"candidates", "usageMetadata"}},
+	pathModel:   geminiPathModel,
+	pathIsModel: true,
+	sse:         true,
+	sniff:       sniffRule{members: []string{"candidates", "usageMetadata"}},
 }
 
 // geminiPathModel reads the model of a Gemini API or Vertex AI path,

@@ -10,6 +10,8 @@ import (
 	"os"
 	"syscall"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/llmmetrics/llmmetrics/internal/jsonstream"
 )
 
@@ -24,7 +26,8 @@ import (
 //
 //	mux.Handle("/v1/", llmmetrics.NewHandler(tracker, upstream))
 //
-// A request runs while ServeHTTP does. next's ResponseWriter passes every
+// A request runs while ServeHTTP does, with a server span that next's
+// request carries. next's ResponseWriter passes every
 // byte and flush through at once and keeps the server writer's optional
 // interfaces; the bytes are decoded on the side, a token timed when it is
 // flushed. The request body is never read ahead. docs/http.md has the
@@ -51,24 +54,40 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &respWriter{w: w, core: c, r: r, orig: r, ep: c.endpointOf(r), start: c.t.cfg.now()}
 	rw.emit, rw.beginFn = rw.apply, rw.begin
 	rw.model = modelName(c, rw.ep.pathModel, false)
+	// The span starts at once, so that next runs in it; it is named again
+	// when the model is known (begin).
+	ctx := r.Context()
+	rw.ctx = ctx
+	if c.t.tracing() {
+		rw.ctx, rw.span = c.t.startSpan(ctx, sideServer, rw.start, c.spanStart(sideServer, rw.ep))
+	}
+	if rw.span != nil {
+		rw.spanKVs = serverAttrs(r.Host, r.TLS != nil, make([]attribute.KeyValue, 0, spanAttrCap))
+	}
+	var b *reqBody
 	if r.Body != nil && r.Body != http.NoBody {
 		// Nothing is read ahead: Expect: 100-continue is honoured and
 		// memory follows the bytes received. When the model is read from
 		// the body (as next reads it), the request starts once it is
-		// known, or when next answers, whichever comes first.
-		b := &reqBody{rc: r.Body, rw: rw, size: r.ContentLength}
-		if c.wantModel(rw.ep) && hasJSONBody(r) {
+		// known, or when next answers, whichever comes first. For a span
+		// that records, the body is scanned on for requestFacts.
+		b = &reqBody{rc: r.Body, rw: rw, size: r.ContentLength, wantModel: c.wantModel(rw.ep)}
+		if (b.wantModel || rw.span != nil) && hasJSONBody(r) {
 			b.s = requestScanners.Get().(*jsonstream.Scanner)
 			b.s.Reset()
+		} else {
+			b.wantModel = false
 		}
-		in := new(http.Request)
-		*in = *r
+		in := r.WithContext(rw.ctx)
 		in.Body = b
 		rw.r = in
-		if b.s == nil {
-			rw.request()
-		}
-	} else {
+	} else if rw.ctx != ctx {
+		rw.r = r.WithContext(rw.ctx)
+	}
+	if rw.span != nil && (b == nil || b.s == nil) {
+		rw.spanKVs = requestFacts(nil, rw.ep, rw.spanKVs) // no JSON body to scan: what the path tells
+	}
+	if b == nil || !b.wantModel {
 		rw.request()
 	}
 	defer func() {
@@ -88,7 +107,7 @@ func (rw *respWriter) begin() {
 	model := rw.model
 	rw.modelMu.Unlock()
 	c := rw.core
-	rw.req = c.t.startAs(rw.orig.Context(), sideServer, rw.start, c.attrs(rw.orig, rw.ep, model))
+	rw.req = c.begin(rw.ctx, rw.span, sideServer, rw.start, c.attrs(rw.orig, rw.ep, model), rw.spanKVs)
 }
 
 // request starts the measured request if it has not started, and returns
@@ -102,19 +121,22 @@ func (rw *respWriter) request() *Request {
 // reqBody is the request body next reads. It reads nothing next does not
 // ask for and keeps no byte. While the model is wanted, the bytes next
 // reads go on the side to a JSON scanner until the "model" member is known
-// (or the body tells it is not there); then the request starts. Once the
-// body has given all it declared (Content-Length) or io.EOF, it answers
-// io.EOF itself: a proxy's transport reads once more after the declared
-// length, and net/http's HTTP/1 server may have closed the inbound body by
-// then, when the response started (golang/go#40747), which would make the
-// transport drop the upstream connection mid-stream.
+// (or the body tells it is not there); then the request starts. For a span
+// that records, the scanner goes on until the body has told what
+// requestFacts reads (factsKnown) or has ended. Once the body has given all
+// it declared (Content-Length) or io.EOF, it answers io.EOF itself: a
+// proxy's transport reads once more after the declared length, and
+// net/http's HTTP/1 server may have closed the inbound body by then, when
+// the response started (golang/go#40747), which would make the transport
+// drop the upstream connection mid-stream.
 type reqBody struct {
-	rc   io.ReadCloser
-	rw   *respWriter
-	s    *jsonstream.Scanner // nil once the model is known, or when it is not wanted
-	size int64               // the declared length; -1: unknown
-	n    int64               // bytes read
-	eof  bool
+	rc        io.ReadCloser
+	rw        *respWriter
+	s         *jsonstream.Scanner // nil once the scan has stopped, or when there is none
+	wantModel bool                // the scan looks for the model
+	size      int64               // the declared length; -1: unknown
+	n         int64               // bytes read
+	eof       bool
 }
 
 // Read implements io.Reader.
@@ -122,7 +144,7 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	if b.eof || b.size >= 0 && b.n >= b.size {
 		b.eof = true
 		if b.s != nil {
-			b.found("")
+			b.stop()
 		}
 		return 0, io.EOF
 	}
@@ -133,32 +155,58 @@ func (b *reqBody) Read(p []byte) (int, error) {
 		if n > 0 {
 			s.Feed(p[:n])
 		}
-		v := &s.Values[rModel]
-		switch {
-		case v.Kind == jsonstream.KindString && (v.Complete || v.Truncated):
-			// A truncated name is longer than any kept: it is _OTHER
-			// however long it goes on.
-			b.found(modelName(b.rw.core, v.Str, v.Truncated))
-		case err != nil, s.Done(), s.Err() != nil, s.Offset() > maxRequestBytes,
-			v.Kind != jsonstream.KindNone && v.Kind != jsonstream.KindString:
-			b.found("") // no model in the body: the path's, if any
+		ended := err != nil || s.Done() || s.Err() != nil || s.Offset() > maxRequestBytes ||
+			!b.wantModel && factsKnown(s, b.rw.ep)
+		if b.wantModel {
+			switch v := &s.Values[rModel]; {
+			case v.Kind == jsonstream.KindString && (v.Complete || v.Truncated):
+				// A truncated name is longer than any kept: it is _OTHER
+				// however long it goes on.
+				b.found(modelName(b.rw.core, v.Str, v.Truncated))
+			case ended, v.Kind != jsonstream.KindNone && v.Kind != jsonstream.KindString:
+				b.found("") // no model in the body: the path's, if any
+			}
+		}
+		if b.s != nil && ended {
+			b.stop()
 		}
 	}
 	return n, err
 }
 
-// found ends the search with the model m ("" for none) and starts the
-// request.
+// found ends the search for the model with m ("" for none) and starts the
+// request; the scan stops unless a span wants the rest.
 func (b *reqBody) found(m string) {
+	b.setModel(m)
+	if b.rw.span == nil {
+		b.stop()
+	}
+}
+
+// setModel ends the search for the model with m ("" for none) and starts
+// the request.
+func (b *reqBody) setModel(m string) {
 	rw := b.rw
+	b.wantModel = false
 	if m != "" {
 		rw.modelMu.Lock()
 		rw.model = m
 		rw.modelMu.Unlock()
 	}
+	rw.request()
+}
+
+// stop ends the scan of the body: the model, if still looked for, is not
+// in it; a recording span gets what the body told (requestFacts).
+func (b *reqBody) stop() {
+	if b.wantModel {
+		b.setModel("")
+	}
+	if b.rw.span != nil {
+		b.rw.request().addSpanFacts(b.s, b.rw.ep)
+	}
 	requestScanners.Put(b.s)
 	b.s = nil
-	rw.request()
 }
 
 // Close implements io.Closer.

@@ -1,12 +1,16 @@
 package llmmetrics
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // This file holds the ResponseWriter that NewHandler gives the handler it
@@ -26,6 +30,12 @@ type respWriter struct {
 	r    *http.Request // the request next gets
 	orig *http.Request // the request ServeHTTP got
 	ep   endpoint
+
+	// The span starts at ServeHTTP's entry; ctx carries it (the request's
+	// own context when no span is made) and span is nil unless it records.
+	ctx     context.Context
+	span    trace.Span
+	spanKVs []attribute.KeyValue // the span's attributes known at the entry; the Request's once it starts
 
 	// The request starts once (request): at ServeHTTP's entry when the
 	// model is known then, else when the body has told it or next answers.

@@ -135,7 +135,8 @@ var ollamaSpec = protocolSpec{
 		{suffix: "/api/embed", op: opEmbeddings},
 		{suffix: "/api/embeddings", op: opEmbeddings},
 	},
-	ndjson: true,
+	ndjson:  true,
+	streams: streamYes,
 }
 
 // newOllamaDecoder returns a Decoder for one Ollama native stream:

@@ -26,6 +26,7 @@ var openAISpec = protocolSpec{
 	},
 	pathModel: azureDeployment,
 	sse:       true,
+	streams:   streamNo,
 	sniff:     sniffRule{members: []string{"choices"}, typePrefix: "response.", done: true},
 }
 

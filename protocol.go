@@ -83,8 +83,15 @@ type protocolSpec struct {
 	paths []pathRule
 	// pathModel reads a model name from a request path of the protocol
 	// (Gemini's /models/{model}:…, Azure's /deployments/{name}/…); nil
-	// when its paths name none.
-	pathModel func(path string) string
+	// when its paths name none. pathIsModel: that name is the request's
+	// model, and its body names none (Gemini); else it is the fallback of
+	// the body's "model" (an Azure deployment).
+	pathModel   func(path string) string
+	pathIsModel bool
+	// streams is whether a request streams when its body has no "stream"
+	// member (OpenAI and Anthropic: no; Ollama: yes); streamUnknown when
+	// the protocol's paths tell it instead.
+	streams streamMode
 	// sse: a text/event-stream answer on one of the protocol's paths is
 	// decoded as this protocol (else it is sniffed).
 	sse bool
@@ -112,7 +119,21 @@ type pathRule struct {
 	// values in one JSON array (Gemini's streamGenerateContent without
 	// alt=sse), read by the protocol's decoder, not ProtocolJSON's.
 	array bool
+	// stream is whether a request to the path streams, when the path
+	// tells it (Gemini's :streamGenerateContent and :generateContent);
+	// streamUnknown when the body does.
+	stream streamMode
 }
+
+// streamMode is whether a request streams, where something other than its
+// body tells it.
+type streamMode uint8
+
+const (
+	streamUnknown streamMode = iota
+	streamYes
+	streamNo
+)
 
 // spec returns p's row of the table, or nil for an invalid p.
 func (p Protocol) spec() *protocolSpec {

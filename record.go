@@ -100,8 +100,9 @@ type Record struct {
 	ErrorType string `json:"error_type,omitempty"`
 	// ResponseModel is the model that answered, as the answer names it
 	// (OpenAI "model", Anthropic message.model, Gemini modelVersion,
-	// Ollama "model"): a gateway may route a request for an alias to a
-	// dated snapshot. "" when the answer does not say.
+	// Ollama "model"; Request.SetResponse for the three fields): a gateway
+	// may route a request for an alias to a dated snapshot. "" when the
+	// answer does not say.
 	ResponseModel string `json:"response_model,omitempty"`
 	// ResponseID is the answer's id as the provider gives it ("chatcmpl-…",
 	// "msg_…", Gemini's responseId); "" when not given.

@@ -151,10 +151,14 @@ func (r *reader) chunkTime() time.Time {
 // marker, as NewReader and NewHandler do: the usage (SetUsage,
 // SetReasoningTokens and SetCachedInputTokens: the last usage wins, a
 // cached count of 0 included), else the prompt size (setInputTokens, and
-// its cached counts when it has some), and the server's own times; the
-// stream's first error is kept in *streamErr. It reports whether f held
-// the stream's first error.
+// its cached counts when it has some); who answered and why it stopped
+// (SetResponse, only for a frame that tells it, so other frames cost a
+// test); the server's own times; the stream's first error is kept in
+// *streamErr. It reports whether f held the stream's first error.
 func noteFrame(req *Request, f Frame, streamErr *error) (first bool) {
+	if f.ResponseModel != "" || f.ResponseID != "" || len(f.FinishReasons) > 0 {
+		req.SetResponse(f.ResponseModel, f.ResponseID, f.FinishReasons...)
+	}
 	if f.HasUsage {
 		req.SetUsage(f.InputTokens, f.OutputTokens)
 		req.SetReasoningTokens(f.ReasoningTokens)

@@ -13,15 +13,17 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
-// Tracker measures requests and emits their OpenTelemetry metrics. It owns
-// the instruments and the prebuilt attribute sets; a Request is cheap. A
-// Tracker is safe for concurrent use.
+// Tracker measures requests and emits their OpenTelemetry metrics and
+// spans. It owns the instruments and the prebuilt attribute sets; a Request
+// is cheap. A Tracker is safe for concurrent use.
 type Tracker struct {
-	cfg  config
-	inst [2]instruments // by side
-	base [2]*attrSet    // the Tracker's attributes, by side
+	cfg    config
+	inst   [2]instruments // by side
+	base   [2]*attrSet    // the Tracker's attributes, by side
+	tracer trace.Tracer   // nil: no spans (a no-op TracerProvider)
 
 	cacheMu sync.RWMutex
 	cache   map[setKey]*attrSet
@@ -41,7 +43,7 @@ func NewTracker(opts ...Option) (*Tracker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llmmetrics: creating instruments: %w", err)
 	}
-	t := &Tracker{cfg: cfg, inst: inst, cache: make(map[setKey]*attrSet)}
+	t := &Tracker{cfg: cfg, inst: inst, tracer: newTracer(cfg.tracers), cache: make(map[setKey]*attrSet)}
 	for _, role := range []side{sideServer, sideClient} {
 		t.base[role] = t.newAttrSet(attribute.NewSet(cfg.attrs...), role)
 	}
@@ -72,6 +74,7 @@ const maxErrorSets = 32
 // the role's own instruments do not need it.
 type attrSet struct {
 	attrs         []attribute.KeyValue
+	name          string                     // the span name (spanNameOf)
 	role          attribute.KeyValue         // RoleKey
 	rec           []metric.RecordOption      // the role's own latency histograms
 	ttfo          []metric.RecordOption      // shared by name: with RoleKey
@@ -116,6 +119,7 @@ type endOpts struct {
 
 func (t *Tracker) newAttrSet(s attribute.Set, role side) *attrSet {
 	as := &attrSet{attrs: s.ToSlice(), role: RoleKey.String(role.String()), errs: make(map[errKey]*endOpts)}
+	as.name = spanNameOf(as.attrs)
 	as.rec = []metric.RecordOption{metric.WithAttributeSet(s)}
 	as.ttfo = []metric.RecordOption{metric.WithAttributeSet(as.with(as.role))}
 	as.active = []metric.AddOption{metric.WithAttributeSet(as.with(as.role))}
@@ -230,8 +234,10 @@ func (t *Tracker) fullSet(role side, attrs []attribute.KeyValue) attribute.Set {
 // Start begins measuring, in the server role, a request received now (by
 // the Tracker's clock); StartClient measures a call to a model. attrs are
 // added to the Tracker's attributes for this request (each distinct set is
-// built once and cached). ctx is passed to every measurement; nil is taken
-// as context.Background().
+// built once and cached) and to its span, a child of ctx's span (a server
+// span; a client span for StartClient). The request's Context carries the
+// span and is passed to every measurement; a nil ctx is taken as
+// context.Background().
 func (t *Tracker) Start(ctx context.Context, attrs ...attribute.KeyValue) *Request {
 	return t.StartAt(ctx, t.cfg.now(), attrs...)
 }
@@ -258,12 +264,26 @@ func (t *Tracker) startAs(ctx context.Context, role side, start time.Time, attrs
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	in := &t.inst[role]
-	set := t.base[role]
+	set := t.setOf(role, attrs)
+	ctx, span := t.startSpan(ctx, role, start, set.name)
+	return t.newRequest(ctx, role, start, set, span, nil)
+}
+
+// setOf returns the prebuilt options of the Tracker's attributes in role
+// plus attrs.
+func (t *Tracker) setOf(role side, attrs []attribute.KeyValue) *attrSet {
 	if len(attrs) > 0 {
-		set = t.setFor(role, attrs)
+		return t.setFor(role, attrs)
 	}
-	r := &Request{t: t, inst: in, set: set, ctx: ctx, start: start}
+	return t.base[role]
+}
+
+// newRequest returns a started request in role, measured with ctx, with
+// its span (nil when none records) and the span attributes known so far
+// (kvs, which it keeps).
+func (t *Tracker) newRequest(ctx context.Context, role side, start time.Time, set *attrSet, span trace.Span, kvs []attribute.KeyValue) *Request {
+	in := &t.inst[role]
+	r := &Request{t: t, inst: in, set: set, ctx: ctx, start: start, span: span, spanKVs: kvs}
 	in.active.Add(ctx, 1, set.active...)
 	return r
 }
@@ -278,8 +298,13 @@ type Request struct {
 	t     *Tracker
 	inst  *instruments // the role's: the Tracker's own, or the HTTP wrapper's
 	set   *attrSet
-	ctx   context.Context
+	ctx   context.Context // the caller's, with the request's span
 	start time.Time
+	span  trace.Span // nil when no span records
+	// spanKVs are span attributes gathered before End, which sets them
+	// with its own in one call (each SetAttributes call of the SDK grows
+	// the span's slice); guarded by mu.
+	spanKVs []attribute.KeyValue
 
 	mu              sync.Mutex
 	first, last     time.Duration // offsets from start of the first and last token-carrying chunk
@@ -292,11 +317,16 @@ type Request struct {
 	cached, written int // prompt-cache reads and writes (SetCachedInputTokens)
 	itl             []time.Duration
 	hasUsage, ended bool
+	hasInput        bool          // the input count was told (SetUsage, setInputTokens)
 	hasOut          bool          // an answer chunk arrived
 	srvPrefill      time.Duration // the server's own times (setServerTimes)
 	srvDecode       time.Duration
 	outcome         Outcome
 	errType         string // the error.type of the error passed to End
+	respModel       string // SetResponse
+	respID          string
+	finish          []string
+	finishDropped   bool // finish reasons beyond maxFinishReasons were dropped
 }
 
 var (
@@ -382,6 +412,9 @@ func (r *Request) chunkAt(t time.Time, tokens int, answer bool) {
 	if firstOut {
 		r.inst.ttfo.Record(r.ctx, off.Seconds(), r.set.ttfo...)
 	}
+	if r.span != nil && r.t.cfg.events {
+		r.chunkEvent(r.start.Add(off), tokens, answer)
+	}
 }
 
 // SetUsage records the server's exact token counts (output includes
@@ -395,7 +428,7 @@ func (r *Request) SetUsage(input, output int) {
 	}
 	r.mu.Lock()
 	if !r.ended {
-		r.input, r.output, r.hasUsage = input, output, true
+		r.input, r.output, r.hasUsage, r.hasInput = input, output, true, true
 	}
 	r.mu.Unlock()
 }
@@ -438,7 +471,7 @@ func (r *Request) setInputTokens(input int) {
 	}
 	r.mu.Lock()
 	if !r.ended {
-		r.input = input
+		r.input, r.hasInput = input, true
 	}
 	r.mu.Unlock()
 }
@@ -482,11 +515,16 @@ func (r *Request) EndAt(t time.Time, err error) Record {
 	r.errType = r.t.errorType(err)
 	rec := r.record()
 	low := r.hasUsage && r.output < r.chunks
+	facts := spanFacts{inputKnown: r.hasInput, outputKnown: r.hasUsage || r.chunks > 0}
+	spanKVs := r.spanKVs
 	r.mu.Unlock()
 	if low {
 		otel.Handle(fmt.Errorf("%w: usage says %d, %d chunks arrived; N is %d", errUsageBelowChunks, r.output, rec.Chunks, rec.OutputTokens))
 	}
-	r.t.finish(r.ctx, r.inst, r.set, rec, err)
+	r.t.finish(r.ctx, r.inst, r.set, &rec)
+	if r.span != nil {
+		r.endSpan(rec, err, facts, spanKVs)
+	}
 	return rec
 }
 
@@ -517,6 +555,9 @@ func (r *Request) record() Record {
 		ErrorType:             r.errType,
 		ServerPrefill:         r.srvPrefill,
 		ServerDecode:          r.srvDecode,
+		ResponseModel:         r.respModel,
+		ResponseID:            r.respID,
+		FinishReasons:         slices.Clip(r.finish),
 	}
 	if r.hasUsage {
 		// Each token-carrying chunk holds at least one token: a usage below
@@ -557,11 +598,11 @@ func (t *Tracker) errorType(err error) string {
 }
 
 // finish records the measurements of an ended request.
-func (t *Tracker) finish(ctx context.Context, in *instruments, set *attrSet, rec Record, err error) {
+func (t *Tracker) finish(ctx context.Context, in *instruments, set *attrSet, rec *Record) {
 	st := sloNone
 	if t.cfg.hasSLO {
 		st = sloMissed
-		if t.cfg.slo.Met(rec) {
+		if t.cfg.slo.Met(*rec) {
 			st = sloMet
 		}
 	}
@@ -595,9 +636,9 @@ func (t *Tracker) finish(ctx context.Context, in *instruments, set *attrSet, rec
 	in.requests.Add(ctx, 1, opts.requests...)
 	in.active.Add(ctx, -1, set.active...)
 	if t.win != nil {
-		t.win.add(rec)
+		t.win.add(*rec)
 	}
 	if t.cfg.onEnd != nil {
-		t.cfg.onEnd(ctx, rec)
+		t.cfg.onEnd(ctx, *rec)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
@@ -232,4 +233,41 @@ func BenchmarkChunkScaling(b *testing.B) {
 	b.ReportMetric(t.ratio(func(d []time.Duration) float64 {
 		return (float64(d[2]) / float64(d[3])) / (float64(d[0]) / float64(d[1]))
 	}), "Chunk-scaling/floor-scaling")
+}
+
+// BenchmarkSDKRecord is what the SDK charges per measurement, the floor of
+// every Chunk: a Float64Histogram.Record on a prebuilt attribute set
+// (metric.WithAttributeSet, as the Tracker passes), with no attribute, with
+// the 3 of a request (which the SDK normalizes on every measurement all
+// the same: attrnorm.SetDedup walks the set), and with the 3 and the
+// context of a sampled span (the SDK's trace-based filter then offers the
+// value to its exemplar reservoir, with a clock read). Interleaved blocks
+// of 64 measurements.
+func BenchmarkSDKRecord(b *testing.B) {
+	const block = 64
+	h, _ := benchProvider(b).Meter("bench").Float64Histogram("h", metric.WithExplicitBucketBoundaries(itlBuckets...))
+	none := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet())}
+	three := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(staticAttrs...))}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	sampled, span := tp.Tracer("bench").Start(context.Background(), "request")
+	defer span.End()
+	ctx := context.Background()
+	b.ReportAllocs()
+	t := interleave(b, func() {
+		for range block {
+			h.Record(ctx, 0.02, none...)
+		}
+	}, func() {
+		for range block {
+			h.Record(ctx, 0.02, three...)
+		}
+	}, func() {
+		for range block {
+			h.Record(sampled, 0.02, three...)
+		}
+	})
+	b.ReportMetric(perUnit(t.median(0), block), "no-attributes-ns/record")
+	b.ReportMetric(perUnit(t.median(1), block), "3-attributes-ns/record")
+	b.ReportMetric(perUnit(t.median(2), block), "3-attributes+exemplar-ns/record")
 }

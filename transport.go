@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // NewTransport returns an http.RoundTripper that measures with t, in the
@@ -15,11 +18,11 @@ import (
 //
 //	hc := &http.Client{Transport: llmmetrics.NewTransport(tracker, nil)}
 //
-// Each round trip is one request, until the response body ends; the body is
-// wrapped as by NewReader, with the Decoder chosen from the Content-Type
-// and the path. A status of 400 or more is OutcomeError with error.type the
-// status code. The caller's request is never modified; each retry is its
-// own request. docs/http.md has the details. A nil Tracker measures
+// Each round trip is one request, until the response body ends, with a
+// client span that base's request carries; the body is wrapped as by
+// NewReader, with the Decoder chosen from the Content-Type and the path. A
+// status of 400 or more is OutcomeError with error.type the status code.
+// The caller's request is never modified; each retry is its own request. docs/http.md has the details. A nil Tracker measures
 // nothing. It is safe for concurrent use if base is.
 func NewTransport(t *Tracker, base http.RoundTripper, opts ...TransportOption) http.RoundTripper {
 	return &transport{core: newHTTPCore(t, newTransportConfig(opts)), base: base}
@@ -90,9 +93,19 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 		}
 	}
 	ep := c.endpointOf(req)
-	out, model, addedUsage := c.prepare(req, ep)
 	ctx := req.Context()
-	r := c.t.startAs(ctx, sideClient, start, c.attrs(req, ep, model))
+	// The span starts first: whether it records decides how much of the
+	// body is read (requestFacts), and what next sends is its child.
+	sctx, span := ctx, trace.Span(nil)
+	if c.t.tracing() {
+		sctx, span = c.t.startSpan(ctx, sideClient, start, c.spanStart(sideClient, ep))
+	}
+	var kvs []attribute.KeyValue
+	if span != nil {
+		kvs = clientServerAttrs(req, make([]attribute.KeyValue, 0, spanAttrCap))
+	}
+	out, model, addedUsage, kvs := c.prepare(sctx, req, ep, kvs)
+	r := c.begin(sctx, span, sideClient, start, c.attrs(req, ep, model), kvs)
 
 	resp, err := next.RoundTrip(out)
 	switch {
@@ -121,7 +134,7 @@ func (c *httpCore) roundTrip(req *http.Request, next http.RoundTripper) (*http.R
 		// A hop, not a request: it is not recorded. If the client follows
 		// it, the request it sends (whose Response is resp) is measured
 		// from this hop's start.
-		r.discard()
+		r.discard(resp.StatusCode)
 		body := resp.Body
 		if body == nil {
 			body = http.NoBody
@@ -155,15 +168,20 @@ func isRedirect(resp *http.Response) bool {
 }
 
 // discard ends r without recording it: only the active count goes back
-// down (a redirect hop of NewTransport is not a request). Later calls, and
-// End after it, do nothing.
-func (r *Request) discard() {
+// down (a redirect hop of NewTransport is not a request), and its span ends
+// as the hop's, with the redirect's status. Later calls, and End after it,
+// do nothing.
+func (r *Request) discard(status int) {
 	r.mu.Lock()
 	done := r.ended
 	r.ended = true
+	kvs := r.spanKVs
 	r.mu.Unlock()
 	if !done {
 		r.inst.active.Add(r.ctx, -1, r.set.active...)
+		if r.span != nil {
+			r.endHopSpan(kvs, status)
+		}
 	}
 }
 
