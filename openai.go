@@ -249,8 +249,13 @@ func (o *openAIInterp) chunk(f *openAIFacts, fr *Frame) {
 	if !u.Has[usIn] && !u.Has[usOut] {
 		u = &f.groqUsage
 	}
-	chatUsage(u).set(fr)
-	o.server(f, u, fr)
+	// Most chunks carry neither a usage nor timings: one test each.
+	if u.Has[usIn] || u.Has[usOut] {
+		chatUsage(u).set(fr)
+	}
+	if fr.HasUsage || f.timings != (jsonscan.Ints{}) || u.Has[usPromptTime] || u.Has[usCompletionTime] {
+		o.server(f, u, fr)
+	}
 	if fr.HasUsage && f.choices > 0 {
 		// Only a chunk that carries content carries tokens (never one
 		// without: a finish chunk's usage is not a chunk of its own), and
