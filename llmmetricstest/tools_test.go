@@ -260,8 +260,8 @@ func readResponsesTool(t *testing.T, stream bool, raw []byte) (a toolAnswer) {
 	for _, ev := range dataEvents(t, raw) {
 		var e struct {
 			Type, Delta, Arguments, ItemID string
-			Item                               item
-			Response                           response
+			Item                           item
+			Response                       response
 		}
 		require.NoError(t, json.Unmarshal(ev.data, &e))
 		assert.Equal(t, ev.name, e.Type, "the SSE event name is the type")
