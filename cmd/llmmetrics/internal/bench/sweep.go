@@ -105,6 +105,12 @@ func newBench(o options, e env) (*bench, error) {
 			// Its prefix cache follows the prompts' content, as vLLM's.
 			cfg.PrefixCacheBlocks = fakePrefixCacheBlocks
 		}
+		if o.wl.isAgent() {
+			// Agents' contexts grow to tens of thousands of tokens: a KV
+			// cache of 1M tokens holds dozens of tasks, where 6,144 would
+			// run each step alone.
+			cfg.KVBudget = fakeAgentKVBudget
+		}
 		b.fake = e.newFake(cfg)
 		b.target = "llmmetricstest fake server"
 		if e.inMemory {
@@ -454,12 +460,20 @@ type recordLine struct {
 	Load   float64 `json:"load"`
 	Repeat int     `json:"repeat"`
 	// What the request asked for (workload.Request).
-	AskedInputTokens  int               `json:"asked_input_tokens"`
-	AskedOutputTokens int               `json:"asked_output_tokens,omitempty"`
-	PrefixGroup       *int              `json:"prefix_group,omitempty"`
-	Session           int               `json:"session"`
-	Turn              int               `json:"turn"`
-	Record            llmmetrics.Record `json:"record"`
+	AskedInputTokens  int  `json:"asked_input_tokens"`
+	AskedOutputTokens int  `json:"asked_output_tokens,omitempty"`
+	PrefixGroup       *int `json:"prefix_group,omitempty"`
+	Session           int  `json:"session"`
+	Turn              int  `json:"turn"`
+	// An agent's task (-workload agent, a dataset of agent
+	// conversations): the request's step (1-based, its turn), the task's
+	// steps, the tool choice it sent ("required", "none"; absent: the
+	// model's) and the tool calls its answer made.
+	Step       int               `json:"step,omitempty"`
+	TaskSteps  int               `json:"task_steps,omitempty"`
+	ToolChoice string            `json:"tool_choice,omitempty"`
+	ToolCalls  *int              `json:"tool_calls,omitempty"`
+	Record     llmmetrics.Record `json:"record"`
 	// Scheduled is when the request was meant to leave: its arrival
 	// (open loop), or the end of the client's previous request (closed
 	// loop). Record.Start minus Scheduled is its send lag.
@@ -485,6 +499,10 @@ func (b *bench) writeRecords(load float64, repeat int, rep repeatResult) error {
 			AskedOutputTokens: m.askedOut, Session: m.session, Turn: m.turn, Scheduled: rep.timings[i].scheduled}
 		if m.group >= 0 {
 			line.PrefixGroup = &m.group
+		}
+		if m.agent {
+			calls := m.calls
+			line.Step, line.TaskSteps, line.ToolChoice, line.ToolCalls = m.turn, m.steps, m.choice, &calls
 		}
 		if err := enc.Encode(line); err != nil {
 			return err
