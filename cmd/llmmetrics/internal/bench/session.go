@@ -39,8 +39,8 @@ func metaOf(r workload.Request) reqMeta {
 // repeatRun is one repeat's shared state: request slots (warm-up first),
 // their Records and what each asked for.
 type repeatRun struct {
-	b       *bench
-	warm    int
+	b    *bench
+	warm int
 	// Agents' tasks are sent whole (see start): the first warm tasks are
 	// warm-up in all their steps (warmSlot, up to warmEnd), and tasks
 	// start while fewer than n measured slots are taken.
@@ -49,19 +49,19 @@ type repeatRun struct {
 	warmTasks int // tasks started as warm-up
 	warmEnd   int
 	warmSlot  []bool
-	records []llmmetrics.Record
-	metas   []reqMeta
-	timings []reqTiming  // each slot's schedule and lags, in step with metas
-	msgs    []string     // why each failed ("" for an OK one)
-	used    []bool       // the slot's request was sent
-	flight  *inFlight    // requests in flight, for the progress line
-	retries atomic.Int64 // measured requests sent twice (see send)
-	startMu sync.Mutex   // makes taking a session and its slots one step
-	slots   atomic.Int64 // next free slot
-	done    atomic.Int64 // measured requests ended
-	tokens  atomic.Int64 // their output tokens
-	errMu   sync.Mutex
-	err     error // the workload could not give a request
+	records   []llmmetrics.Record
+	metas     []reqMeta
+	timings   []reqTiming  // each slot's schedule and lags, in step with metas
+	msgs      []string     // why each failed ("" for an OK one)
+	used      []bool       // the slot's request was sent
+	flight    *inFlight    // requests in flight, for the progress line
+	retries   atomic.Int64 // measured requests sent twice (see send)
+	startMu   sync.Mutex   // makes taking a session and its slots one step
+	slots     atomic.Int64 // next free slot
+	done      atomic.Int64 // measured requests ended
+	tokens    atomic.Int64 // their output tokens
+	errMu     sync.Mutex
+	err       error // the workload could not give a request
 }
 
 // start takes the workload's next session and reserves a slot for each of
