@@ -287,13 +287,14 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 		}()
 	}
 	var all []llmmetrics.Record
+	var metas []reqMeta
 	var msgs []string
 	var total time.Duration
 	for r := 0; ; r++ {
 		rep, err := b.runRepeat(ctx, load, r)
 		if err != nil {
 			if len(l.RepeatThroughput) > 0 { // keep the finished repeats
-				b.finishLevel(l, all, msgs, total)
+				b.finishLevel(l, all, metas, msgs, total)
 			}
 			return l, err
 		}
@@ -302,7 +303,7 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 		}
 		b.noteLengths(l, rep.records, rep.metas)
 		s := llmmetrics.Summarize(rep.records, llmmetrics.SummaryOptions{SLO: b.o.slo})
-		all, msgs = append(all, rep.records...), append(msgs, rep.msgs...)
+		all, msgs, metas = append(all, rep.records...), append(msgs, rep.msgs...), append(metas, rep.metas...)
 		total += s.Duration
 		l.Retries += rep.retries
 		for i, rec := range rep.records {
@@ -311,7 +312,7 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 		l.RepeatThroughput = append(l.RepeatThroughput, s.OutputThroughput)
 		l.repeats = append(l.repeats, s)
 		if s.Requests > 0 && s.Completed == 0 {
-			b.finishLevel(l, all, msgs, total)
+			b.finishLevel(l, all, metas, msgs, total)
 			b.prog.levelDone(b.o.mode, l)
 			return l, allFailed(b.o.mode, l)
 		}
@@ -319,9 +320,15 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 			break
 		}
 	}
-	b.finishLevel(l, all, msgs, total)
+	b.finishLevel(l, all, metas, msgs, total)
 	b.prog.levelDone(b.o.mode, l)
 	return l, nil
+}
+
+// taskSLO is what a good task meets: the SLO at every step and
+// -task-latency.
+func (b *bench) taskSLO() taskSLO {
+	return taskSLO{slo: b.o.slo, latency: b.o.wl.agent.taskLatency}
 }
 
 // enoughRepeats applies the repeat rule: -repeats N exactly; else at least
@@ -356,7 +363,7 @@ func (b *bench) failuresKeepUndecided(l *Level) bool {
 	}
 	in := b.satLevels()
 	in = append(in, saturation.Level{Load: l.Load, Summary: l.repeats[0], Repeats: l.repeats})
-	sat, _ := saturation.Find(in, saturation.Options{Objectives: b.o.objectives})
+	sat, _ := saturation.Find(in, b.satOptions())
 	for _, r := range levelReport(sat, l.Load).Reasons {
 		if r.Signal == saturation.SignalKnee && r.Undecided {
 			return true
@@ -374,8 +381,11 @@ func allFailed(m Mode, l *Level) error {
 // finishLevel pools the repeats' records into the level's Summary (rates
 // over the sum of the repeats' durations), counts its failures by
 // error_type, and adds the level.
-func (b *bench) finishLevel(l *Level, all []llmmetrics.Record, msgs []string, total time.Duration) {
+func (b *bench) finishLevel(l *Level, all []llmmetrics.Record, metas []reqMeta, msgs []string, total time.Duration) {
 	l.Summary = llmmetrics.Summarize(all, llmmetrics.SummaryOptions{SLO: b.o.slo, Duration: total})
+	if b.wl.Agent() {
+		l.Tasks = computeTasks(all, metas, b.taskSLO(), total)
+	}
 	var busy time.Duration
 	for i, r := range all {
 		busy += r.End.Sub(r.Start)

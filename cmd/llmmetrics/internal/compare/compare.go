@@ -98,6 +98,7 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 			t.Level = "BASE " + runLabel(b) + " vs NEW " + runLabel(n)
 		}
 		t.Results = append(compareLatencies(b.sample, n.sample, s), compareRates(b.sample, n.sample, s)...)
+		t.Results = append(t.Results, compareTasks(b, n, s)...)
 		c.Levels = append(c.Levels, t)
 		if len(b.repeats) < 2 || len(n.repeats) < 2 {
 			single = append(single, t.Level)
