@@ -333,7 +333,7 @@ func TestAgentTaskSLO(t *testing.T) {
 		limit string
 		good  int
 	}{
-		{"1m", 3},    // each task takes about 3 s of tools and less than 1 s of steps
+		{"1m", 3},     // each task takes about 3 s of tools and less than 1 s of steps
 		{"2500ms", 0}, // shorter than three 1 s tools
 	} {
 		t.Run(tc.limit, func(t *testing.T) {
