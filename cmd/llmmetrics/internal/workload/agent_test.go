@@ -266,7 +266,7 @@ func TestReadAnswerRealFiles(t *testing.T) {
 	dir = filepath.Dir(filepath.Clean(dir))
 	for _, tc := range []struct {
 		file, api, name, args string
-		id, signature        bool
+		id, signature         bool
 	}{
 		{"sse-real/groq_reasoning_tool_call.sse", "chat", "get_something_by_name", `{"name":"example"}`, true, false},
 		{"real-more/gemini_sse_function_call_signature.sse", "gemini", "get_country", `{}`, false, true},
