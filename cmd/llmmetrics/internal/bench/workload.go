@@ -304,6 +304,7 @@ func (b *bench) openWorkload(ctx context.Context) error {
 	cal := b.calibrate(ctx, cfg)
 	cfg.Text, cfg.Overhead, cfg.Context = cal.text, cal.overhead, cal.context
 	cfg.SystemOverhead, cfg.TurnOverhead = cal.systemOverhead, cal.turnOverhead
+	cfg.ToolsOverhead, cfg.ToolCallOverhead = cal.toolsOverhead, cal.toolCallOverhead
 	b.counting = cal.how
 	wl, err := workload.Open(cfg)
 	if err != nil {

@@ -107,8 +107,9 @@ type Config struct {
 	// prompt); TurnOverhead those it adds for each earlier exchange (an
 	// answer and the user message after it) beyond their text;
 	// ToolsOverhead those it adds for the tools offered beyond their
-	// definitions' text. All count in Request.InputTokens.
-	SystemOverhead, TurnOverhead, ToolsOverhead int
+	// definitions' text; ToolCallOverhead those it adds for each tool call
+	// and its result beyond their text. All count in Request.InputTokens.
+	SystemOverhead, TurnOverhead, ToolsOverhead, ToolCallOverhead int
 	// API is the -api the requests are sent in: what a request asks for
 	// no call and how a call's arguments are sent change what the server
 	// counts (Body).
@@ -380,7 +381,7 @@ func (s *Session) inputTokens(msgs []Message, tools []Tool, choice string) int {
 			}
 		}
 		if m.Role == "assistant" {
-			n += c.TurnOverhead
+			n += c.TurnOverhead + c.ToolCallOverhead*len(m.ToolCalls)
 		}
 	}
 	return n + c.Text.Count(texts...)
