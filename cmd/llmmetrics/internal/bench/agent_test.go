@@ -134,9 +134,12 @@ func TestAgentEveryAPI(t *testing.T) {
 						assert.Greater(t, tk.CacheHitByStep[i].HitRate, tk.CacheHitByStep[i-1].HitRate, "step %d", i+1)
 					}
 				}
+				// Three 1 s tools a task, and the client's own time between
+				// a step's answer and the next step's send (two agents share
+				// the fake server's connections).
 				assert.Equal(t, 4, tk.ToolTime.Count)
-				assert.InDelta(t, 3, tk.ToolTime.Mean.Seconds(), 0.001, "three 1 s tools a task")
-				assert.InDelta(t, 3, tk.ToolTime.Max.Seconds(), 0.001)
+				assert.GreaterOrEqual(t, tk.ToolTime.P50, 3*time.Second)
+				assert.Less(t, tk.ToolTime.Max, 3*time.Second+500*time.Millisecond)
 			})
 		})
 	}
@@ -389,8 +392,8 @@ func TestComputeTasks(t *testing.T) {
 		P90: 2860 * time.Millisecond, P99: 2986 * time.Millisecond, Max: 3 * time.Second}, tk.Latency)
 	assert.Equal(t, 800*time.Millisecond, tk.ModelTime.Mean, "(0.6 s + 1 s) / 2")
 	assert.Equal(t, 1500*time.Millisecond, tk.ToolTime.Mean, "(1 s + 2 s) / 2")
-	assert.Equal(t, Spread{Mean: 2, P50: 2, P99: 2}, tk.Steps)
-	assert.Equal(t, Spread{Mean: 3500, P50: 3500, P99: 3990}, tk.InputTokens)
+	assert.Equal(t, &Spread{Mean: 2, P50: 2, P99: 2}, tk.Steps)
+	assert.Equal(t, &Spread{Mean: 3500, P50: 3500, P99: 3990}, tk.InputTokens)
 	assert.Equal(t, 1, tk.MissedToolCalls, "task 1's first step")
 	assert.Equal(t, 1, tk.FinalToolCalls, "task 1's last step")
 	assert.Equal(t, []StepCacheHit{{Step: 1, Requests: 3, HitRate: 1600.0 / 3000}, {Step: 2, Requests: 2, HitRate: 3800.0 / 5000}}, tk.CacheHitByStep)

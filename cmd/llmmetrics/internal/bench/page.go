@@ -74,11 +74,14 @@ func presentLevel(l *Level) present.Level {
 		}
 	}
 	if t := l.Tasks; t != nil {
-		pt := &present.Tasks{Tasks: t.Tasks, Completed: t.Completed, Failed: t.Failed, StepsMean: t.Steps.Mean, Count: t.Latency.Count,
+		pt := &present.Tasks{Tasks: t.Tasks, Completed: t.Completed, Failed: t.Failed, Count: t.Latency.Count,
 			LatencyP50: t.Latency.P50, LatencyP90: t.Latency.P90, LatencyP99: t.Latency.P99,
 			GoodPerSecond: t.GoodPerSecond, Attainment: t.Attainment, Missed: t.MissedToolCalls}
 		if t.Latency.Mean > 0 {
 			pt.ToolShare = float64(t.ToolTime.Mean) / float64(t.Latency.Mean)
+		}
+		if t.Steps != nil {
+			pt.StepsMean = t.Steps.Mean
 		}
 		for _, h := range t.CacheHitByStep {
 			pt.CacheHitByStep = append(pt.CacheHitByStep, present.StepHit{Step: h.Step, Requests: h.Requests, HitRate: h.HitRate})

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"cmp"
+	"encoding/json"
 	"maps"
 	"math"
 	"slices"
@@ -40,10 +41,11 @@ type Tasks struct {
 	ModelTime TaskDistribution `json:"model_time"`
 	ToolTime  TaskDistribution `json:"tool_time"`
 	// Steps, InputTokens and OutputTokens are a completed task's steps
-	// and its steps' tokens summed (as the server counted them).
-	Steps        Spread `json:"steps"`
-	InputTokens  Spread `json:"input_tokens"`
-	OutputTokens Spread `json:"output_tokens"`
+	// and its steps' tokens summed (as the server counted them); absent
+	// when no task completed.
+	Steps        *Spread `json:"steps,omitempty"`
+	InputTokens  *Spread `json:"input_tokens,omitempty"`
+	OutputTokens *Spread `json:"output_tokens,omitempty"`
 	// MissedToolCalls counts the answered steps that forced a tool call
 	// (tool choice "required") and got none; FinalToolCalls the last
 	// steps that asked for no call and got one.
@@ -55,15 +57,24 @@ type Tasks struct {
 	CacheHitByStep []StepCacheHit `json:"prefix_cache_hit_rate_by_step,omitempty"`
 }
 
-// TaskDistribution summarizes task durations (absent percentiles: no
-// completed task).
+// TaskDistribution summarizes task durations: with Count 0 (no completed
+// task) its JSON holds the count alone, never zeros for the rest.
 type TaskDistribution struct {
 	Count int           `json:"count"`
-	Mean  time.Duration `json:"mean_ns,omitempty"`
-	P50   time.Duration `json:"p50_ns,omitempty"`
-	P90   time.Duration `json:"p90_ns,omitempty"`
-	P99   time.Duration `json:"p99_ns,omitempty"`
-	Max   time.Duration `json:"max_ns,omitempty"`
+	Mean  time.Duration `json:"mean_ns"`
+	P50   time.Duration `json:"p50_ns"`
+	P90   time.Duration `json:"p90_ns"`
+	P99   time.Duration `json:"p99_ns"`
+	Max   time.Duration `json:"max_ns"`
+}
+
+// MarshalJSON encodes d, its figures only when it has values.
+func (d TaskDistribution) MarshalJSON() ([]byte, error) {
+	if d.Count == 0 {
+		return []byte(`{"count":0}`), nil
+	}
+	type plain TaskDistribution
+	return json.Marshal(plain(d))
 }
 
 // StepCacheHit is the prefix-cache hit rate at one step index.
@@ -202,7 +213,9 @@ func computeTasks(recs []llmmetrics.Record, metas []reqMeta, slo taskSLO, durati
 		out.GoodPerSecond = float64(out.Good) / duration.Seconds()
 	}
 	out.Latency, out.ModelTime, out.ToolTime = taskDistribution(lat), taskDistribution(model), taskDistribution(tool)
-	out.Steps, out.InputTokens, out.OutputTokens = spread(steps), spread(in), spread(outTok)
+	if out.Completed > 0 {
+		out.Steps, out.InputTokens, out.OutputTokens = spread(steps), spread(in), spread(outTok)
+	}
 	for _, k := range slices.Sorted(maps.Keys(byStep)) {
 		a := byStep[k]
 		out.CacheHitByStep = append(out.CacheHitByStep, StepCacheHit{Step: k, Requests: a.n, HitRate: float64(a.cached) / float64(a.input)})
@@ -232,16 +245,13 @@ func taskDistribution(ds []time.Duration) TaskDistribution {
 	return d
 }
 
-// spread summarizes xs (zero when empty).
-func spread(xs []float64) Spread {
-	if len(xs) == 0 {
-		return Spread{}
-	}
+// spread summarizes xs (not empty).
+func spread(xs []float64) *Spread {
 	sum := 0.0
 	for _, x := range xs {
 		sum += x
 	}
 	p50, _ := llmmetrics.Percentile(xs, 50)
 	p99, _ := llmmetrics.Percentile(xs, 99)
-	return Spread{Mean: sum / float64(len(xs)), P50: p50, P99: p99}
+	return &Spread{Mean: sum / float64(len(xs)), P50: p50, P99: p99}
 }

@@ -36,7 +36,11 @@ func writeTasks(w io.Writer, r Results) {
 		if t.Latency.Mean > 0 {
 			share = fmt.Sprintf("%.0f%%", 100*float64(t.ToolTime.Mean)/float64(t.Latency.Mean))
 		}
-		fmt.Fprintf(tw, "%g\t%d\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%.3f\t%.0f%%\t%d\t\n", l.Load, t.Tasks, t.Completed, t.Failed, t.Steps.Mean,
+		steps := "-"
+		if t.Steps != nil {
+			steps = fmt.Sprintf("%.1f", t.Steps.Mean)
+		}
+		fmt.Fprintf(tw, "%g\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.0f%%\t%d\t\n", l.Load, t.Tasks, t.Completed, t.Failed, steps,
 			secs(t.Latency.P50, t.Latency.Count), secs(t.Latency.P90, t.Latency.Count), secs(t.Latency.P99, t.Latency.Count),
 			share, t.GoodPerSecond, 100*t.Attainment, t.MissedToolCalls)
 	}

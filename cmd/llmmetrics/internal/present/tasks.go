@@ -57,8 +57,12 @@ func tasksTable(levels []Level, unit string) *Table {
 			}
 			return fmt.Sprintf("%.2f", d.Seconds())
 		}
+		steps, share := "-", "-"
+		if k.Count > 0 {
+			steps, share = fmt.Sprintf("%.1f", k.StepsMean), fmt.Sprintf("%.0f%%", 100*k.ToolShare)
+		}
 		t.Rows = append(t.Rows, Row{Cells: []string{fmt.Sprintf("%g", l.Load), fmt.Sprint(k.Tasks), fmt.Sprint(k.Completed), fmt.Sprint(k.Failed),
-			fmt.Sprintf("%.1f", k.StepsMean), sec(k.LatencyP50), sec(k.LatencyP90), sec(k.LatencyP99), fmt.Sprintf("%.0f%%", 100*k.ToolShare),
+			steps, sec(k.LatencyP50), sec(k.LatencyP90), sec(k.LatencyP99), share,
 			fmt.Sprintf("%.3f", k.GoodPerSecond), fmt.Sprintf("%.1f%%", 100*k.Attainment), fmt.Sprint(k.Missed)}})
 	}
 	if len(t.Rows) == 0 {
