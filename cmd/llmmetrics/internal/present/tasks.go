@@ -102,6 +102,9 @@ func contextCharts(runs []Run) []chartSpec {
 		for _, l := range r.Levels {
 			c := runColors[(i+k)%len(runColors)]
 			name := fmt.Sprintf("%s at %g", r.Name, l.Load)
+			if len(runs) == 1 {
+				name = fmt.Sprintf("load %g", l.Load)
+			}
 			var xy plotter.XYs
 			if len(l.TTFTByInput) >= 2 {
 				for _, b := range l.TTFTByInput {
