@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -602,6 +605,102 @@ func TestToolPromptCount(t *testing.T) {
 				require.Equal(t, http.StatusOK, status, "%s", raw)
 				synctest.Wait()
 				assert.Equal(t, want, s.Stats().PromptTokens)
+			})
+		})
+	}
+}
+
+// keysOf returns the member names of a JSON object, sorted.
+func keysOf(t *testing.T, raw json.RawMessage) []string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &m))
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// TestToolCallShapesRealFiles holds the fake server's calls against calls
+// recorded from real services, from beside the directory
+// LLMMETRICS_REALDATA names (its parent's sse-real/ and real-more/; run by
+// hand, the files are not in the repository): the first fragment of an
+// OpenAI chat call (Groq's, which sends a whole call in it) has the same
+// members, index, id, type and function {name, arguments}; a Gemini
+// functionCall part has name and args.
+func TestToolCallShapesRealFiles(t *testing.T) {
+	dir := os.Getenv("LLMMETRICS_REALDATA")
+	if dir == "" {
+		t.Skip("LLMMETRICS_REALDATA not set")
+	}
+	dir = filepath.Dir(filepath.Clean(dir))
+	// firstCall returns the first tool call fragment (chat) or functionCall
+	// (Gemini) of an SSE stream.
+	firstCall := func(raw []byte, gemini bool) (call, function json.RawMessage) {
+		for _, ev := range dataEvents(t, raw) {
+			if !bytes.HasPrefix(ev.data, []byte("{")) {
+				continue
+			}
+			if gemini {
+				var g struct {
+					Candidates []struct {
+						Content struct {
+							Parts []map[string]json.RawMessage
+						}
+					}
+				}
+				require.NoError(t, json.Unmarshal(ev.data, &g))
+				for _, c := range g.Candidates {
+					for _, p := range c.Content.Parts {
+						if fc, ok := p["functionCall"]; ok {
+							return fc, nil
+						}
+					}
+				}
+				continue
+			}
+			var c struct {
+				Choices []struct {
+					Delta struct {
+						ToolCalls []json.RawMessage `json:"tool_calls"`
+					}
+				}
+			}
+			require.NoError(t, json.Unmarshal(ev.data, &c))
+			if len(c.Choices) > 0 && len(c.Choices[0].Delta.ToolCalls) > 0 {
+				var tc struct{ Function json.RawMessage }
+				require.NoError(t, json.Unmarshal(c.Choices[0].Delta.ToolCalls[0], &tc))
+				return c.Choices[0].Delta.ToolCalls[0], tc.Function
+			}
+		}
+		t.Fatal("no tool call in the stream")
+		return nil, nil
+	}
+	for _, tc := range []struct {
+		file   string
+		wire   int // in toolWires
+		gemini bool
+	}{
+		{"sse-real/groq_reasoning_tool_call.sse", 0, false},
+		{"real-more/gemini_sse_function_call_signature.sse", 3, true},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			real, err := os.ReadFile(filepath.Join(dir, tc.file))
+			require.NoError(t, err)
+			real = bytes.ReplaceAll(real, []byte("\r\n"), []byte("\n")) // Gemini's lines end in CRLF
+			realCall, realFn := firstCall(real, tc.gemini)
+			synctest.Test(t, func(t *testing.T) {
+				s := NewInMemoryServer(exact)
+				defer s.Close()
+				w := toolWires[tc.wire]
+				_, ours := postRaw(t, s, w.path(true), w.body(true, "search", false))
+				call, fn := firstCall(ours, tc.gemini)
+				assert.Equal(t, keysOf(t, realCall), keysOf(t, call))
+				if !tc.gemini {
+					assert.Equal(t, keysOf(t, realFn), keysOf(t, fn))
+				}
 			})
 		})
 	}
