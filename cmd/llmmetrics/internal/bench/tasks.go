@@ -17,7 +17,9 @@ import (
 // recorded conversation of a dataset), its steps the requests.
 type Tasks struct {
 	// Tasks counts the measured tasks; Completed those whose every step
-	// was answered; Failed those that a failed step ended.
+	// was answered; Failed those that a failed step ended (or an answer
+	// with neither text nor a call: the next step would not be the
+	// conversation asked for).
 	Tasks     int `json:"tasks"`
 	Completed int `json:"completed"`
 	Failed    int `json:"failed"`
