@@ -85,7 +85,7 @@ var agentFlagNames = []string{"steps", "tool-result-tokens", "tool-time", "final
 func (f *workloadFlags) isAgent() bool { return f.profile == "agent" }
 
 // validateAgent checks the agent flags.
-func (f *workloadFlags) validateAgent(o *options) error {
+func (f *workloadFlags) validateAgent() error {
 	a := &f.agent
 	for _, n := range agentFlagNames {
 		if f.set[n] && !f.isAgent() {
@@ -203,7 +203,7 @@ func (f *workloadFlags) validate(fs *flag.FlagSet, o *options) error {
 	} else if f.set["time-scale"] {
 		return usagef("-time-scale needs -trace")
 	}
-	if err := f.validateAgent(o); err != nil {
+	if err := f.validateAgent(); err != nil {
 		return err
 	}
 	if f.set["think-time"] && f.turns < 2 && f.dataset == "" {
