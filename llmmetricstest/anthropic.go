@@ -33,6 +33,9 @@ type anthropicRequest struct {
 	Messages  json.RawMessage `json:"messages"`
 	MaxTokens *int            `json:"max_tokens"`
 	Stream    bool            `json:"stream"`
+	// Tools and ToolChoice (tools.go).
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 // anthropicProtocol serves /v1/messages.
@@ -44,7 +47,8 @@ func (anthropicProtocol) parse(_ *http.Request, body []byte) (call, encoder, err
 		return call{}, nil, err
 	}
 	c := call{model: req.Model, stream: req.Stream}
-	c.setPrompt(req.System, req.Messages)
+	c.setPrompt(req.Tools, req.System, req.Messages)
+	c.tools, c.choice = readTools(req.Tools), anthropicToolChoice(req.ToolChoice)
 	if req.MaxTokens != nil && *req.MaxTokens > 0 {
 		c.maxOut = *req.MaxTokens
 	}
@@ -69,19 +73,27 @@ func anthropicError(status int, msg string) any {
 }
 
 type anthropicMessage struct {
-	ID           string           `json:"id"`
-	Type         string           `json:"type"`
-	Role         string           `json:"role"`
-	Model        string           `json:"model"`
-	Content      []anthropicBlock `json:"content"`
-	StopReason   *string          `json:"stop_reason"`
-	StopSequence *string          `json:"stop_sequence"`
-	Usage        anthropicUsage   `json:"usage"`
+	ID           string         `json:"id"`
+	Type         string         `json:"type"`
+	Role         string         `json:"role"`
+	Model        string         `json:"model"`
+	Content      []any          `json:"content"`
+	StopReason   *string        `json:"stop_reason"`
+	StopSequence *string        `json:"stop_sequence"`
+	Usage        anthropicUsage `json:"usage"`
 }
 
 type anthropicBlock struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
+}
+
+// anthropicToolUse is a tool_use content block.
+type anthropicToolUse struct {
+	Type  string          `json:"type"`
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
 }
 
 // anthropicUsage is a message's usage. Anthropic's input_tokens excludes
@@ -111,27 +123,45 @@ func (anthropicEncoder) message(e *emitter) anthropicMessage {
 	}
 	return anthropicMessage{
 		ID: "msg_" + strconv.Itoa(e.id), Type: "message", Role: "assistant", Model: e.s.cfg.Model,
-		Content: []anthropicBlock{}, Usage: u,
+		Content: []any{}, Usage: u,
 	}
 }
 
 func (anthropicEncoder) stopReason(e *emitter) *string {
 	r := "end_turn"
-	if e.stopped() {
+	switch {
+	case e.stopped():
 		r = "max_tokens"
+	case e.tool != nil:
+		r = "tool_use"
 	}
 	return &r
+}
+
+// toolUse returns the answer's tool_use block with input (Anthropic
+// starts the block with an empty input, {}).
+func (anthropicEncoder) toolUse(e *emitter, input json.RawMessage) anthropicToolUse {
+	return anthropicToolUse{Type: "tool_use", ID: callID("toolu_", e.id), Name: e.tool.name, Input: input}
 }
 
 func (a anthropicEncoder) begin(e *emitter) {
 	m := a.message(e)
 	m.Usage.OutputTokens = 1 // a placeholder, as Anthropic sends it
 	e.sse("message_start", obj{{"type", "message_start"}, {"message", m}})
-	e.sse("content_block_start", obj{{"type", "content_block_start"}, {"index", 0}, {"content_block", anthropicBlock{Type: "text"}}})
+	var block any = anthropicBlock{Type: "text"}
+	if e.tool != nil {
+		block = a.toolUse(e, json.RawMessage("{}"))
+	}
+	e.sse("content_block_start", obj{{"type", "content_block_start"}, {"index", 0}, {"content_block", block}})
 	e.sse("ping", obj{{"type", "ping"}})
 }
 
-func (anthropicEncoder) token(e *emitter, text string, _ bool) {
+func (anthropicEncoder) token(e *emitter, text string, last bool) {
+	if e.tool != nil {
+		e.sse("content_block_delta", obj{{"type", "content_block_delta"}, {"index", 0},
+			{"delta", obj{{"type", "input_json_delta"}, {"partial_json", e.tool.fragment(e.sent-1, text, last && !e.stopped())}}}})
+		return
+	}
 	e.sse("content_block_delta", obj{{"type", "content_block_delta"}, {"index", 0}, {"delta", obj{{"type", "text_delta"}, {"text", text}}}})
 }
 
@@ -147,7 +177,10 @@ func (anthropicEncoder) fail(e *emitter, msg string) {
 
 func (a anthropicEncoder) whole(e *emitter, text string) {
 	m := a.message(e)
-	m.Content = []anthropicBlock{{Type: "text", Text: text}}
+	m.Content = []any{anthropicBlock{Type: "text", Text: text}}
+	if e.tool != nil {
+		m.Content = []any{a.toolUse(e, e.tool.args(text))}
+	}
 	m.StopReason = a.stopReason(e)
 	e.answer("application/json", m)
 }

@@ -27,6 +27,8 @@ type call struct {
 	exact  bool   // ignore_eos: answer exactly maxOut tokens
 	text   string // the prompt's texts, concatenated (for the prefix cache)
 	stream bool
+	tools  []toolDef  // the tools offered (tools.go)
+	choice toolChoice // and the tool choice
 }
 
 // protocol is one API endpoint: it reads a request and makes the encoder
@@ -139,7 +141,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p protocol) {
 		return
 	}
 
-	j := &job{id: id, ready: make(chan struct{}), notify: make(chan struct{}, 1), maxOut: max(c.maxOut, 0), exact: c.exact}
+	tool := pickTool(c.tools, c.choice, id)
+	j := &job{id: id, ready: make(chan struct{}), notify: make(chan struct{}, 1), maxOut: max(c.maxOut, 0), exact: c.exact, tool: tool != nil}
 	if s.cfg.PrefixCacheBlocks > 0 {
 		j.blocks = blockHashes(c.text)
 	}
@@ -177,6 +180,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, p protocol) {
 	})
 
 	e := &emitter{s: s, w: w, j: j, p: p, enc: enc, id: id, start: start, created: time.Now()}
+	if tool != nil && !j.noTool {
+		e.tool = tool
+		s.count(func(st *Stats) { st.ToolCalls++ })
+	}
 	if c.stream {
 		e.stream(ctx)
 	} else {
@@ -197,6 +204,7 @@ type emitter struct {
 	created time.Time // the request left the scheduler's plan
 	firstAt time.Time // the first token was ready (zero before)
 	sent    int       // tokens written (or, for whole, answered)
+	tool    *toolCall // the answer is this tool call (nil: text)
 }
 
 // abortOnClose: when the server closes, an unfinished request is aborted
@@ -357,10 +365,11 @@ func (e *emitter) stopped() bool { return e.j.length }
 
 // countText returns the prompt tokens of the given JSON values: ⌈chars/4⌉
 // of their texts (a string, or the "text", "content" and "parts" of an
-// object, recursively through arrays) plus one per token ID (a number),
-// at least 1. It covers OpenAI messages and content parts, Responses
-// input items, Anthropic content blocks, Gemini contents and parts, and
-// Ollama messages.
+// object, recursively through arrays; tool definitions, calls and
+// results as tools.go says) plus one per token ID (a number), at least 1.
+// It covers OpenAI messages and content parts, Responses input items,
+// Anthropic content blocks, Gemini contents and parts, and Ollama
+// messages, with their tools.
 func countText(values ...json.RawMessage) int {
 	n, _ := promptText(false, values...)
 	return n
@@ -376,7 +385,41 @@ func (c *call) setPrompt(values ...json.RawMessage) {
 func promptText(keep bool, values ...json.RawMessage) (int, string) {
 	var text strings.Builder
 	chars, ids := 0, 0
-	var walk func(raw json.RawMessage, depth int)
+	var walk, walkValues func(raw json.RawMessage, depth int)
+	// walkValues counts every string inside raw (a tool's result object,
+	// Gemini's functionResponse.response), its keys aside.
+	walkValues = func(raw json.RawMessage, depth int) {
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || depth > 32 {
+			return
+		}
+		switch raw[0] {
+		case '{':
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			if _, err := dec.Token(); err != nil {
+				return
+			}
+			for dec.More() {
+				if _, err := dec.Token(); err != nil { // the key
+					return
+				}
+				var v json.RawMessage
+				if dec.Decode(&v) != nil {
+					return
+				}
+				walkValues(v, depth+1)
+			}
+		case '[':
+			var items []json.RawMessage
+			if json.Unmarshal(raw, &items) == nil {
+				for _, it := range items {
+					walkValues(it, depth+1)
+				}
+			}
+		case '"':
+			walk(raw, depth)
+		}
+	}
 	walk = func(raw json.RawMessage, depth int) {
 		raw = bytes.TrimSpace(raw)
 		if len(raw) == 0 || depth > 32 {
@@ -399,13 +442,35 @@ func promptText(keep bool, values ...json.RawMessage) (int, string) {
 				}
 			}
 		case '{':
+			if texts, ok := toolText(raw); ok { // a tool definition or call (tools.go)
+				for _, s := range texts {
+					chars += len(s)
+					if keep {
+						text.WriteString(s)
+					}
+				}
+				return
+			}
 			var part struct {
 				Text, Content, Parts json.RawMessage
+				// Tool calls and results (tools.go).
+				Output               json.RawMessage `json:"output"`
+				Response             json.RawMessage `json:"response"`
+				ToolCalls            json.RawMessage `json:"tool_calls"`
+				Function             json.RawMessage `json:"function"`
+				FunctionCall         json.RawMessage `json:"functionCall"`
+				FunctionResponse     json.RawMessage `json:"functionResponse"`
+				FunctionDeclarations json.RawMessage `json:"functionDeclarations"`
 			}
 			if json.Unmarshal(raw, &part) == nil {
 				walk(part.Text, depth+1)
 				walk(part.Content, depth+1)
 				walk(part.Parts, depth+1)
+				walk(part.Output, depth+1)
+				walkValues(part.Response, depth+1)
+				for _, r := range []json.RawMessage{part.ToolCalls, part.Function, part.FunctionCall, part.FunctionResponse, part.FunctionDeclarations} {
+					walk(r, depth+1)
+				}
 			}
 		case 'n', 't', 'f': // null, true, false
 		default: // a token ID

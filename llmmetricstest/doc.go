@@ -67,6 +67,14 @@
 //	// google.golang.org/genai: HTTPOptions.BaseURL s.URL;
 //	// ollama's api.NewClient: s.URL; each with s.Client() (or any client)
 //
+// A request that offers tools (OpenAI chat and Responses, Anthropic,
+// Gemini, Ollama) is answered with a call of one of them in its API's own
+// shape, streamed as that API streams a call (OpenAI's delta.tool_calls
+// and function_call_arguments events, Anthropic's input_json_delta;
+// Gemini's and Ollama's calls whole), unless its tool choice asks for none
+// or SkipToolCallRate draws text; tool definitions, calls and results
+// count in its prompt like text. Stats counts the calls (ToolCalls).
+//
 // Whatever their protocol, requests are sequences of the same batch, so
 // every SDK sees the same batching and saturation, and Stats counts
 // their tokens alike (streamed or not). Their timing is simulated by one

@@ -39,6 +39,9 @@ type geminiRequest struct {
 	SystemSnake       json.RawMessage `json:"system_instruction"`
 	GenerationConfig  *geminiConfig   `json:"generationConfig"`
 	ConfigSnake       *geminiConfig   `json:"generation_config"`
+	// Tools and ToolConfig (tools.go).
+	Tools      json.RawMessage `json:"tools"`
+	ToolConfig json.RawMessage `json:"toolConfig"`
 }
 
 type geminiConfig struct {
@@ -79,7 +82,8 @@ func (geminiProtocol) parse(r *http.Request, body []byte) (call, encoder, error)
 	if err := json.Unmarshal(body, &req); err != nil {
 		return call{}, nil, err
 	}
-	c.setPrompt(req.SystemInstruction, req.SystemSnake, req.Contents)
+	c.setPrompt(req.Tools, req.SystemInstruction, req.SystemSnake, req.Contents)
+	c.tools, c.choice = readTools(req.Tools), geminiToolChoice(req.ToolConfig)
 	c.maxOut = req.GenerationConfig.maxOut()
 	if c.maxOut == 0 {
 		c.maxOut = req.ConfigSnake.maxOut()
@@ -122,8 +126,8 @@ type geminiCandidate struct {
 }
 
 type geminiContent struct {
-	Parts []geminiPart `json:"parts"`
-	Role  string       `json:"role"`
+	Parts []any  `json:"parts"`
+	Role  string `json:"role"`
 }
 
 type geminiPart struct {
@@ -162,7 +166,10 @@ func (g *geminiEncoder) streamHeader(h http.Header) bool {
 }
 
 func (g *geminiEncoder) response(e *emitter, text string, finish bool) geminiResponse {
-	c := geminiCandidate{Content: geminiContent{Parts: []geminiPart{{Text: text}}, Role: "model"}}
+	c := geminiCandidate{Content: geminiContent{Parts: []any{geminiPart{Text: text}}, Role: "model"}}
+	if e.tool != nil {
+		c.Content.Parts = []any{obj{{"functionCall", obj{{"name", e.tool.name}, {"args", e.tool.args(text)}}}}}
+	}
 	if finish {
 		c.FinishReason = "STOP"
 		if e.stopped() {
@@ -195,6 +202,12 @@ func (g *geminiEncoder) element(e *emitter, v any) {
 func (g *geminiEncoder) begin(*emitter) {}
 
 func (g *geminiEncoder) token(e *emitter, text string, last bool) {
+	if e.tool != nil {
+		if !last {
+			return // the call goes out whole, with its last token
+		}
+		text = e.text()
+	}
 	r := g.response(e, text, last)
 	if g.sse {
 		e.sse("", r)

@@ -34,6 +34,7 @@ type ollamaRequest struct {
 	Prompt   json.RawMessage `json:"prompt"`   // /api/generate
 	System   json.RawMessage `json:"system"`   // /api/generate
 	Stream   *bool           `json:"stream"`
+	Tools    json.RawMessage `json:"tools"` // /api/chat (tools.go)
 	Options  struct {
 		NumPredict *int `json:"num_predict"`
 	} `json:"options"`
@@ -49,7 +50,8 @@ func (p ollamaProtocol) parse(_ *http.Request, body []byte) (call, encoder, erro
 	}
 	c := call{model: strings.TrimSuffix(req.Model, ":latest"), stream: req.Stream == nil || *req.Stream}
 	if p.chat {
-		c.setPrompt(req.Messages)
+		c.setPrompt(req.Tools, req.Messages)
+		c.tools = readTools(req.Tools) // Ollama has no tool choice
 	} else {
 		c.setPrompt(req.System, req.Prompt)
 	}
@@ -78,8 +80,27 @@ type ollamaLine struct {
 }
 
 type ollamaMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string           `json:"role"`
+	Content   string           `json:"content"`
+	ToolCalls []ollamaToolCall `json:"tool_calls,omitempty"`
+}
+
+// ollamaToolCall is api.ToolCall: {"id", "function": {"index", "name",
+// "arguments"}}.
+type ollamaToolCall struct {
+	ID       string `json:"id"`
+	Function struct {
+		Index     int             `json:"index"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+// toolCalls returns the answer's call, its arguments from text.
+func (ollamaEncoder) toolCalls(e *emitter, text string) []ollamaToolCall {
+	c := ollamaToolCall{ID: callID("call_", e.id)}
+	c.Function.Name, c.Function.Arguments = e.tool.name, e.tool.args(text)
+	return []ollamaToolCall{c}
 }
 
 // ollamaEncoder writes an /api/chat or /api/generate answer.
@@ -123,7 +144,16 @@ func (ollamaEncoder) writeLine(e *emitter, v any) {
 
 func (ollamaEncoder) begin(*emitter) {}
 
-func (o ollamaEncoder) token(e *emitter, text string, _ bool) {
+func (o ollamaEncoder) token(e *emitter, text string, last bool) {
+	if e.tool != nil {
+		if !last {
+			return // the call goes out whole, once parsed
+		}
+		l := o.line(e, "")
+		l.Message.ToolCalls = o.toolCalls(e, e.text())
+		o.writeLine(e, l)
+		return
+	}
 	o.writeLine(e, o.line(e, text))
 }
 
@@ -136,5 +166,11 @@ func (o ollamaEncoder) fail(e *emitter, msg string) {
 }
 
 func (o ollamaEncoder) whole(e *emitter, text string) {
+	if e.tool != nil {
+		l := o.last(e, "")
+		l.Message.ToolCalls = o.toolCalls(e, text)
+		e.answer("application/json; charset=utf-8", l)
+		return
+	}
 	e.answer("application/json; charset=utf-8", o.last(e, text))
 }

@@ -31,6 +31,9 @@ type openAIRequest struct {
 	// IgnoreEOS is vLLM's and llama.cpp's extension: generate max_tokens
 	// tokens, whatever the model would have ended on.
 	IgnoreEOS bool `json:"ignore_eos"`
+	// Tools and ToolChoice (chat; tools.go).
+	Tools      json.RawMessage `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
 // openAIProtocol serves /v1/chat/completions (chat) and /v1/completions.
@@ -43,7 +46,8 @@ func (p openAIProtocol) parse(_ *http.Request, body []byte) (call, encoder, erro
 	}
 	c := call{model: req.Model, stream: req.Stream}
 	if p.chat {
-		c.setPrompt(req.Messages)
+		c.setPrompt(req.Tools, req.Messages)
+		c.tools, c.choice = readTools(req.Tools), openAIToolChoice(req.ToolChoice)
 	} else {
 		c.setPrompt(req.Prompt)
 	}
@@ -104,8 +108,23 @@ func newUsage(e *emitter) *usage {
 }
 
 type delta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string         `json:"role,omitempty"`
+	Content   *string        `json:"content,omitempty"`
+	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
+}
+
+// chatToolCall is a call in a chat message, or a fragment of one in a
+// delta (Index set, the other fields on its first fragment only).
+type chatToolCall struct {
+	Index    *int         `json:"index,omitempty"`
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function chatFunction `json:"function"`
+}
+
+type chatFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
 }
 
 type choice struct {
@@ -118,8 +137,9 @@ type choice struct {
 }
 
 type message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string         `json:"role"`
+	Content   *string        `json:"content"`
+	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
 }
 
 // chunk is a streamed event or a whole response. Usage is any so that it
@@ -173,7 +193,7 @@ func (o *openAIEncoder) tokenChunk(e *emitter, text string, role bool, finish *s
 		if role {
 			ch.Delta.Role = "assistant"
 		}
-		if role || finish == nil {
+		if (role && e.tool == nil) || (finish == nil && !role) {
 			ch.Delta.Content = &text
 		}
 	} else {
@@ -185,21 +205,37 @@ func (o *openAIEncoder) tokenChunk(e *emitter, text string, role bool, finish *s
 
 func (o *openAIEncoder) finishReason(e *emitter) *string {
 	fr := "stop"
-	if e.stopped() {
+	switch {
+	case e.stopped():
 		fr = "length"
+	case e.tool != nil:
+		fr = "tool_calls"
 	}
 	return &fr
 }
 
 // begin writes the chat role chunk ({"role":"assistant","content":""}, as
-// OpenAI sends it), with the first token like vLLM.
+// OpenAI sends it; {"role":"assistant"} before a tool call), with the
+// first token like vLLM.
 func (o *openAIEncoder) begin(e *emitter) {
 	if o.chat {
 		e.sse("", o.tokenChunk(e, "", true, nil))
 	}
 }
 
-func (o *openAIEncoder) token(e *emitter, text string, _ bool) {
+func (o *openAIEncoder) token(e *emitter, text string, last bool) {
+	if o.chat && e.tool != nil {
+		i := e.sent - 1
+		c := o.tokenChunk(e, "", false, nil)
+		d := &c.Choices[0].Delta
+		*d = &delta{ToolCalls: []chatToolCall{{Index: new(int), Function: chatFunction{Arguments: e.tool.fragment(i, text, last && !e.stopped())}}}}
+		if i == 0 {
+			tc := &(*d).ToolCalls[0]
+			tc.ID, tc.Type, tc.Function.Name = callID("call_", e.id), "function", e.tool.name
+		}
+		e.sse("", c)
+		return
+	}
 	e.sse("", o.tokenChunk(e, text, false, nil))
 }
 
@@ -225,7 +261,12 @@ func (o *openAIEncoder) whole(e *emitter, text string) {
 	ch := choice{Logprobs: jsonNull, FinishReason: o.finishReason(e)}
 	if o.chat {
 		c.Object = "chat.completion"
-		ch.Message = &message{Role: "assistant", Content: text}
+		ch.Message = &message{Role: "assistant", Content: &text}
+		if e.tool != nil {
+			ch.Message.Content = nil
+			ch.Message.ToolCalls = []chatToolCall{{ID: callID("call_", e.id), Type: "function",
+				Function: chatFunction{Name: e.tool.name, Arguments: e.tool.argsText(e, !e.stopped())}}}
+		}
 	} else {
 		ch.Text = &text
 	}
@@ -251,6 +292,8 @@ type responsesRequest struct {
 	Instructions    json.RawMessage `json:"instructions"`
 	Stream          bool            `json:"stream"`
 	MaxOutputTokens *int            `json:"max_output_tokens"`
+	Tools           json.RawMessage `json:"tools"`
+	ToolChoice      json.RawMessage `json:"tool_choice"`
 }
 
 // responsesProtocol serves /v1/responses.
@@ -262,7 +305,8 @@ func (responsesProtocol) parse(_ *http.Request, body []byte) (call, encoder, err
 		return call{}, nil, err
 	}
 	c := call{model: req.Model, stream: req.Stream}
-	c.setPrompt(req.Instructions, req.Input)
+	c.setPrompt(req.Tools, req.Instructions, req.Input)
+	c.tools, c.choice = readTools(req.Tools), openAIToolChoice(req.ToolChoice)
 	if req.MaxOutputTokens != nil && *req.MaxOutputTokens > 0 {
 		c.maxOut = *req.MaxOutputTokens
 	}
@@ -284,7 +328,7 @@ type response struct {
 	Instructions      json.RawMessage `json:"instructions"`
 	MaxOutputTokens   *int            `json:"max_output_tokens"`
 	Model             string          `json:"model"`
-	Output            []outputItem    `json:"output"`
+	Output            []any           `json:"output"`
 	ParallelToolCalls bool            `json:"parallel_tool_calls"`
 	ToolChoice        string          `json:"tool_choice"`
 	Tools             []any           `json:"tools"`
@@ -334,21 +378,26 @@ func (r *responsesEncoder) streamHeader(h http.Header) bool {
 	return true
 }
 
-func (r *responsesEncoder) itemID(e *emitter) string { return "msg_" + strconv.Itoa(e.id) }
+func (r *responsesEncoder) itemID(e *emitter) string {
+	if e.tool != nil {
+		return "fc_" + strconv.Itoa(e.id)
+	}
+	return "msg_" + strconv.Itoa(e.id)
+}
 
 // response returns the response object; status "in_progress" has no
 // output and no usage yet.
 func (r *responsesEncoder) response(e *emitter, status string) *response {
 	resp := &response{
 		ID: "resp_" + strconv.Itoa(e.id), Object: "response", CreatedAt: e.created.Unix(), Status: status,
-		Instructions: jsonNull, MaxOutputTokens: r.maxOut, Model: e.s.cfg.Model, Output: []outputItem{},
+		Instructions: jsonNull, MaxOutputTokens: r.maxOut, Model: e.s.cfg.Model, Output: []any{},
 		ParallelToolCalls: true, ToolChoice: "auto", Tools: []any{},
 	}
 	if status == "in_progress" {
 		return resp
 	}
 	if status != "failed" {
-		resp.Output = []outputItem{r.item(e, status)}
+		resp.Output = []any{r.item(e, status)}
 	}
 	if status == "incomplete" {
 		resp.IncompleteDetails = &incomplete{Reason: "max_output_tokens"}
@@ -361,7 +410,15 @@ func (r *responsesEncoder) response(e *emitter, status string) *response {
 	return resp
 }
 
-func (r *responsesEncoder) item(e *emitter, status string) outputItem {
+func (r *responsesEncoder) item(e *emitter, status string) any {
+	if e.tool != nil {
+		args := ""
+		if status != "in_progress" {
+			args = e.tool.argsText(e, status == "completed")
+		}
+		return obj{{"id", r.itemID(e)}, {"type", "function_call"}, {"status", status}, {"arguments", args},
+			{"call_id", callID("call_", e.id)}, {"name", e.tool.name}}
+	}
 	it := outputItem{ID: r.itemID(e), Type: "message", Status: status, Role: "assistant", Content: []outputText{}}
 	if status != "in_progress" {
 		it.Content = []outputText{r.part(e.text())}
@@ -392,15 +449,29 @@ func (r *responsesEncoder) begin(e *emitter) {
 	r.event(e, "response.created", obj{{"response", r.response(e, "in_progress")}})
 	r.event(e, "response.in_progress", obj{{"response", r.response(e, "in_progress")}})
 	r.event(e, "response.output_item.added", obj{{"output_index", 0}, {"item", r.item(e, "in_progress")}})
-	r.event(e, "response.content_part.added", obj{{"item_id", r.itemID(e)}, {"output_index", 0}, {"content_index", 0}, {"part", r.part("")}})
+	if e.tool == nil {
+		r.event(e, "response.content_part.added", obj{{"item_id", r.itemID(e)}, {"output_index", 0}, {"content_index", 0}, {"part", r.part("")}})
+	}
 }
 
-func (r *responsesEncoder) token(e *emitter, text string, _ bool) {
+func (r *responsesEncoder) token(e *emitter, text string, last bool) {
+	if e.tool != nil {
+		r.event(e, "response.function_call_arguments.delta", obj{{"item_id", r.itemID(e)}, {"output_index", 0},
+			{"delta", e.tool.fragment(e.sent-1, text, last && !e.stopped())}})
+		return
+	}
 	r.event(e, "response.output_text.delta", obj{{"item_id", r.itemID(e)}, {"output_index", 0}, {"content_index", 0}, {"delta", text}, {"logprobs", []any{}}})
 }
 
 func (r *responsesEncoder) end(e *emitter) {
 	text, status := e.text(), r.status(e)
+	if e.tool != nil {
+		r.event(e, "response.function_call_arguments.done", obj{{"item_id", r.itemID(e)}, {"output_index", 0},
+			{"arguments", e.tool.argsText(e, status == "completed")}})
+		r.event(e, "response.output_item.done", obj{{"output_index", 0}, {"item", r.item(e, status)}})
+		r.event(e, "response."+status, obj{{"response", r.response(e, status)}})
+		return
+	}
 	r.event(e, "response.output_text.done", obj{{"item_id", r.itemID(e)}, {"output_index", 0}, {"content_index", 0}, {"text", text}, {"logprobs", []any{}}})
 	r.event(e, "response.content_part.done", obj{{"item_id", r.itemID(e)}, {"output_index", 0}, {"content_index", 0}, {"part", r.part(text)}})
 	r.event(e, "response.output_item.done", obj{{"output_index", 0}, {"item", r.item(e, status)}})

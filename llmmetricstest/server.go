@@ -150,6 +150,11 @@ type ServerConfig struct {
 	PauseRate float64
 	// PauseDuration is the length of a stall (default 1s when PauseRate > 0).
 	PauseDuration time.Duration
+	// SkipToolCallRate is the probability that a request offering tools
+	// (its tool choice not "none") is answered with text instead of a tool
+	// call, as a model that ignores a tool choice would (default 0: every
+	// such request gets a call; see tools.go).
+	SkipToolCallRate float64
 
 	// SharedPrefixTokens, when positive, turns on the prefix cache: the
 	// first SharedPrefixTokens tokens of every prompt (at most its length
@@ -276,6 +281,9 @@ type Stats struct {
 	Preemptions int
 	// Steps counts scheduler steps; MaxRunning is the largest batch seen.
 	Steps, MaxRunning int
+	// ToolCalls counts answers that were tool calls (requests offering
+	// tools, see ServerConfig.SkipToolCallRate).
+	ToolCalls int
 }
 
 // Server is a fake LLM HTTP server with the timing of a continuously
@@ -458,6 +466,8 @@ type job struct {
 	target    int
 	length    bool     // target capped by maxOut
 	exact     bool     // ignore_eos: the target is maxOut
+	tool      bool     // the request asks for a tool call
+	noTool    bool     // answered with text all the same (SkipToolCallRate)
 	blocks    []uint64 // chained hashes of the prompt's blocks (content prefix cache)
 	cutAt     int      // tokens sent before the cut; -1: none
 	errAt     int      // tokens sent before the error event; -1: none
@@ -548,6 +558,9 @@ func (s *Server) plan(j *job) {
 	}
 	if c.PauseRate > 0 && r.Float64() < c.PauseRate {
 		j.pauseAt = 1 + r.IntN(max(n-1, 1))
+	}
+	if j.tool && c.SkipToolCallRate > 0 && r.Float64() < c.SkipToolCallRate {
+		j.noTool = true
 	}
 	j.cached = s.lookupPrefix(j)
 	s.waiting = append(s.waiting, j)

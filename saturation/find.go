@@ -31,6 +31,18 @@ type Level struct {
 	// requests, it shows requests that wait in front of the engine
 	// (SignalQueueBeforeEngine).
 	InFlight float64 `json:"in_flight,omitempty"`
+	// Tasks counts the level's agents' tasks and the good ones (nil: the
+	// level sent no tasks). With Options.ByTask, SLO attainment is the
+	// share of good tasks.
+	Tasks *Tasks `json:"tasks,omitempty"`
+}
+
+// Tasks counts a level's tasks (sessions of several requests, an agent's
+// steps) and the good ones: those whose every request met the SLO (and,
+// where the load test bounds it, whose whole latency did).
+type Tasks struct {
+	Total int `json:"total"`
+	Good  int `json:"good"`
 }
 
 // Reason is one signal that fired at a level, with the measured value,
@@ -205,6 +217,7 @@ type merged struct {
 	server    *Server
 	inFlight  float64 // the entries' mean InFlight
 	hasData   bool    // throughput or request data
+	tasks     *Tasks  // the entries' Tasks summed (nil: none has any)
 }
 
 // merge sorts levels by load and merges equal loads.
@@ -230,6 +243,13 @@ func merge(levels []Level, o Options) []merged {
 		m.summaries = append(m.summaries, l.Summary)
 		if m.server == nil {
 			m.server = l.Server
+		}
+		if l.Tasks != nil {
+			if m.tasks == nil {
+				m.tasks = &Tasks{}
+			}
+			m.tasks.Total += l.Tasks.Total
+			m.tasks.Good += l.Tasks.Good
 		}
 		m.hasData = m.hasData || l.Summary.Requests > 0 || slices.ContainsFunc(m.samples, func(v float64) bool { return v > 0 })
 	}
@@ -406,24 +426,33 @@ func (f *finder) attainment(i int, rep *LevelReport) {
 		good += s.Goodput.Good
 	}
 	meets := requests > 0
+	what := "SLO attainment"
+	byTask := f.o.ByTask && f.ms[i].tasks != nil && f.ms[i].tasks.Total > 0
 	if requests > 0 && f.o.Skip&SignalAttainment == 0 {
 		att := float64(good) / float64(requests)
 		if len(f.ms[i].summaries) == 1 {
 			att = f.ms[i].summaries[0].Goodput.Attainment
 		}
+		if byTask {
+			att, what = float64(f.ms[i].tasks.Good)/float64(f.ms[i].tasks.Total), "task SLO attainment"
+		}
 		if !f.lowest {
 			f.lowest = true
 			if att < f.o.AttainmentTarget {
 				f.res.SLOUnmetAtLowestLoad = true
+				unit := "requests"
+				if byTask {
+					unit = "tasks"
+				}
 				f.res.Notes = append(f.res.Notes, fmt.Sprintf(
-					"the SLO is not met even at the lowest load (%g): %.1f%% of requests met it, below the %.1f%% target; this is about the SLO (or the failures), not a saturation point",
-					f.ms[i].load, 100*att, 100*f.o.AttainmentTarget))
+					"the SLO is not met even at the lowest load (%g): %.1f%% of %s met it, below the %.1f%% target; this is about the SLO (or the failures), not a saturation point",
+					f.ms[i].load, 100*att, unit, 100*f.o.AttainmentTarget))
 			}
 		}
 		if att < f.o.AttainmentTarget {
 			meets = false
 			f.fire(rep, Reason{Signal: SignalAttainment, Value: att, Threshold: f.o.AttainmentTarget, Message: fmt.Sprintf(
-				"SLO attainment %.1f%% is below the %.1f%% target", 100*att, 100*f.o.AttainmentTarget)})
+				"%s %.1f%% is below the %.1f%% target", what, 100*att, 100*f.o.AttainmentTarget)})
 		}
 	}
 	for k, obj := range f.o.Objectives {

@@ -208,6 +208,11 @@ type Options struct {
 	// AttainmentTarget in (0, 1]: the SLO attainment a level must reach.
 	// 0 means DefaultAttainmentTarget.
 	AttainmentTarget float64
+	// ByTask judges SLO attainment by tasks (task goodput): at a level
+	// with Level.Tasks, the attainment signal and MeetsSLO take the share
+	// of good tasks instead of the share of requests that met the SLO. A
+	// level without tasks is judged by its requests.
+	ByTask bool
 	// Objectives are percentile objectives ("p95 ttft<=200ms") a level
 	// must pass to count as meeting the SLO (Result.MaxGoodLoad).
 	Objectives []llmmetrics.Objective

@@ -11,8 +11,20 @@ import (
 // decides the knee from their intervals), its Server what the model server
 // reported during it.
 func (b *bench) analysis() saturation.Result {
-	res, _ := saturation.Find(b.satLevels(), saturation.Options{Objectives: b.o.objectives}) // objectives validated by the flags
+	res, _ := saturation.Find(b.satLevels(), b.satOptions()) // objectives validated by the flags
 	return res
+}
+
+// satOptions are the saturation analysis' options: the objectives, and
+// task goodput as the SLO criterion for agents' tasks (unless
+// -goodput-by request).
+func (b *bench) satOptions() saturation.Options {
+	return saturation.Options{Objectives: b.o.objectives, ByTask: b.byTask()}
+}
+
+// byTask reports whether the SLO is judged by tasks.
+func (b *bench) byTask() bool {
+	return b.wl != nil && b.wl.Agent() && b.o.wl.agent.goodputBy != "request"
 }
 
 // satLevels returns the measured levels as saturation.Find reads them.
@@ -21,6 +33,9 @@ func (b *bench) satLevels() []saturation.Level {
 	in := make([]saturation.Level, len(ls))
 	for i, l := range ls {
 		in[i] = saturation.Level{Load: l.Load, Summary: l.Summary, Repeats: l.repeats, Server: l.Server, InFlight: l.ClientInFlight}
+		if t := l.Tasks; t != nil {
+			in[i].Tasks = &saturation.Tasks{Total: t.Tasks, Good: t.Good}
+		}
 	}
 	return in
 }

@@ -27,7 +27,10 @@ type calibration struct {
 	// Tokens the template adds for a system message and for each earlier
 	// exchange of a session, beyond their text (workload.Config).
 	systemOverhead, turnOverhead int
-	anchorUsage                  int // the usage of a request of the anchor word (0: not asked)
+	// Tokens the template adds for the tools offered and for each tool
+	// call with its result, beyond their text (agents' tasks).
+	toolsOverhead, toolCallOverhead int
+	anchorUsage                     int // the usage of a request of the anchor word (0: not asked)
 }
 
 // Probe lengths, in characters: two prompts of the workload's filler text.
@@ -56,9 +59,11 @@ func (b *bench) calibrate(ctx context.Context, cfg workload.Config) calibration 
 	tokenize := b.tokenize(ctx, workload.FillerWords()[0]) > 0
 	system, turns := cfg.PrefixTokens > 0 || cfg.Dataset != "", cfg.Turns > 1 || cfg.Dataset != ""
 	var why string
+	turns = turns || cfg.Agent != nil
 	if cfg.Dataset == "" || cfg.PrefixTokens > 0 {
 		if why = b.countWords(ctx, &c, tokenize); why == "" {
 			b.countTemplate(ctx, &c, system, turns)
+			b.countToolTemplate(ctx, &c, cfg)
 			return c
 		}
 	}
@@ -68,8 +73,48 @@ func (b *bench) calibrate(ctx context.Context, cfg workload.Config) calibration 
 	}
 	if ok {
 		b.countTemplate(ctx, &c, system, turns)
+		b.countToolTemplate(ctx, &c, cfg)
 	}
 	return c
+}
+
+// countToolTemplate finds, for agents' tasks, what the template adds for
+// the tools offered and for a tool call with its result beyond their text,
+// from the usage of requests of an anchor word: with the tools, and with
+// the tools after a call and its result.
+func (b *bench) countToolTemplate(ctx context.Context, c *calibration, cfg workload.Config) {
+	if cfg.Agent == nil {
+		return
+	}
+	tools := cfg.Agent.Tools
+	if tools == nil {
+		tools = workload.AgentTools
+	}
+	anchor := workload.FillerWords()[0]
+	one := c.anchorUsage
+	if one == 0 {
+		one = b.probeUsage(ctx, anchor)
+	}
+	user := workload.Message{Role: "user", Content: anchor}
+	withTools := b.probeRequest(ctx, workload.Request{Messages: []workload.Message{user}, Tools: tools})
+	if one <= 0 || withTools <= 0 {
+		return
+	}
+	var texts []string
+	for _, t := range tools {
+		texts = append(texts, t.Name, t.Description, string(t.Parameters))
+	}
+	c.toolsOverhead = withTools - one - c.text.Count(texts...)
+	call := workload.ToolCall{ID: "call_0", Name: tools[0].Name, Arguments: `{"input":"` + anchor + `"}`}
+	withCall := b.probeRequest(ctx, workload.Request{Tools: tools, Messages: []workload.Message{user,
+		{Role: "assistant", ToolCalls: []workload.ToolCall{call}},
+		{Role: "tool", Content: anchor, ToolCallID: call.ID, ToolName: call.Name}}})
+	if withCall <= 0 {
+		c.how += fmt.Sprintf("; the tools add %d tokens of template", c.toolsOverhead)
+		return
+	}
+	c.toolCallOverhead = withCall - withTools - c.turnOverhead - c.text.Count(call.Name, call.Arguments) - c.text.Count(anchor)
+	c.how += fmt.Sprintf("; the tools add %d tokens of template, a tool call and its result %d", c.toolsOverhead, c.toolCallOverhead)
 }
 
 // countTemplate finds what the template adds for a system message (when
@@ -306,11 +351,18 @@ func (b *bench) probeUsage(ctx context.Context, text string) int {
 // probeMessages is probeUsage of a request of a system prompt ("": none)
 // and messages of the user and the assistant in turn.
 func (b *bench) probeMessages(ctx context.Context, system string, texts ...string) int {
-	var rec llmmetrics.Record
-	r := workload.Request{System: system, OutputTokens: 1}
+	r := workload.Request{System: system}
 	for i, t := range texts {
 		r.Messages = append(r.Messages, workload.Message{Role: []string{"user", "assistant"}[i%2], Content: t})
 	}
+	return b.probeRequest(ctx, r)
+}
+
+// probeRequest sends r asking for one output token and returns the input
+// tokens its usage reports (0: none).
+func (b *bench) probeRequest(ctx context.Context, r workload.Request) int {
+	var rec llmmetrics.Record
+	r.OutputTokens = 1
 	b.send(ctx, workload.Body(b.o.wl.api, b.model, r, false), &rec, keepNothing)
 	if rec.Outcome != llmmetrics.OutcomeOK {
 		return 0

@@ -215,7 +215,18 @@ func describeWorkload(wl *Workload) string {
 		if wl.SkippedCount > 0 {
 			s += fmt.Sprintf(", %d cannot be sent", wl.SkippedCount)
 		}
+		if wl.ToolConversations > 0 {
+			s += fmt.Sprintf(", %d agents' conversations replayed turn by turn", wl.ToolConversations)
+		}
 		return s + ")"
+	}
+	if st := wl.Flags["steps"]; st != "" {
+		s := fmt.Sprintf("agents' tasks: steps %s, task %s tokens, each step's output %s, tool results %s tokens, tools %s, final answer %s",
+			st, wl.Flags["input-tokens"], wl.Flags["output-tokens"], wl.Flags["tool-result-tokens"], wl.Flags["tool-time"], wl.Flags["final-tokens"])
+		if p := wl.Flags["prefix-tokens"]; p != "" {
+			s += fmt.Sprintf(", shared prefix %s tokens × %s", p, wl.Flags["prefix-groups"])
+		}
+		return s
 	}
 	parts := []string{"input " + wl.Flags["input-tokens"], "output " + wl.Flags["output-tokens"]}
 	if p := wl.Flags["prefix-tokens"]; p != "" {

@@ -55,6 +55,9 @@ type Level struct {
 	Lengths *Lengths `json:"lengths,omitempty"`
 	// ClientTiming is the level's timing error budget (timing.go).
 	ClientTiming *ClientTiming `json:"client_timing,omitempty"`
+	// Tasks is what agents' tasks measured (tasks.go; absent: the
+	// workload sends no tasks).
+	Tasks *Tasks `json:"tasks,omitempty"`
 
 	repeats []llmmetrics.Summary // each repeat's own Summary, for the saturation analysis
 	timing  timingSamples        // the measured requests' lags, for ClientTiming
@@ -81,6 +84,10 @@ type Results struct {
 	// Interrupted: the run was stopped (Ctrl-C) before its end; the levels
 	// are those measured so far.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// SLOBy is "task" when SLO attainment (the verdict, meets_slo, -search)
+	// is the share of good tasks (agents' tasks, unless -goodput-by
+	// request), absent when it is the share of requests.
+	SLOBy string `json:"slo_by,omitempty"`
 }
 
 // Cost is the cost section of results.json, at the best-goodput level.
@@ -103,6 +110,9 @@ func (b *bench) results() Results {
 		l.MeetsSLO = levelReport(r.Saturation, l.Load).MeetsSLO
 	}
 	r.Cost = costAt(b.o.hourlyCost, ls)
+	if b.byTask() {
+		r.SLOBy = "task"
+	}
 	r.ClientTiming = overallTiming(ls, b.o.mode)
 	if b.wl != nil {
 		r.Workload = b.workloadResults()
@@ -185,6 +195,7 @@ func writeTable(w io.Writer, r Results) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	writeTasks(w, r)
 	writeTiming(w, r.ClientTiming)
 	writeFindings(w, r)
 }
@@ -230,8 +241,8 @@ func writeFindings(w io.Writer, r Results) {
 	}
 	if r.MaxLoadUnderSLO != nil {
 		if *r.MaxLoadUnderSLO > 0 {
-			fmt.Fprintf(w, "Highest load meeting the SLO (%v, ≥ %.0f%% of requests)%s (search): %g %s.\n",
-				r.SLO, 100*r.AttainmentTarget, objectivesText(r.Objectives), *r.MaxLoadUnderSLO, u)
+			fmt.Fprintf(w, "Highest load meeting the SLO (%v, ≥ %.0f%% of %s)%s (search): %g %s.\n",
+				r.SLO, 100*r.AttainmentTarget, sloUnit(r), objectivesText(r.Objectives), *r.MaxLoadUnderSLO, u)
 		} else {
 			fmt.Fprintf(w, "No load tried meets the SLO (%v)%s.\n", r.SLO, objectivesText(r.Objectives))
 		}
@@ -243,8 +254,8 @@ func writeFindings(w io.Writer, r Results) {
 			}
 		}
 		if maxGood != nil {
-			fmt.Fprintf(w, "Highest level meeting the SLO (%v, ≥ %.0f%% of requests)%s: %g %s (use -search to bisect).\n",
-				r.SLO, 100*r.AttainmentTarget, objectivesText(r.Objectives), maxGood.Load, u)
+			fmt.Fprintf(w, "Highest level meeting the SLO (%v, ≥ %.0f%% of %s)%s: %g %s (use -search to bisect).\n",
+				r.SLO, 100*r.AttainmentTarget, sloUnit(r), objectivesText(r.Objectives), maxGood.Load, u)
 		} else {
 			fmt.Fprintf(w, "No level meets the SLO (%v)%s.\n", r.SLO, objectivesText(r.Objectives))
 		}
@@ -301,6 +312,22 @@ func writeLevelFindings(w io.Writer, r Results) {
 			}
 		}
 	}
+}
+
+// sloUnit names what SLO attainment counts: "requests", or "tasks
+// (every step met it)".
+func sloUnit(r Results) string {
+	if r.SLOBy == "task" {
+		s := "tasks, every step meeting it"
+		for _, l := range r.Levels {
+			if lim := l.taskLimit(); lim > 0 {
+				s += fmt.Sprintf(", in at most %v", lim)
+				break
+			}
+		}
+		return s
+	}
+	return "requests"
 }
 
 func objectivesText(objs []llmmetrics.Objective) string {

@@ -33,7 +33,7 @@ func (b *bench) writePage(r Results) error {
 		}
 	}
 	for _, l := range r.Levels {
-		rep.Levels = append(rep.Levels, present.Level{Load: l.Load, Summary: l.Summary, Server: l.Server})
+		rep.Levels = append(rep.Levels, presentLevel(l))
 	}
 	if w := r.Workload; w != nil {
 		rep.Workload = append(rep.Workload, [2]string{"api", w.API}, [2]string{"source", w.Source})
@@ -63,4 +63,30 @@ func (b *bench) writePage(r Results) error {
 	}
 	b.written = append(b.written, p)
 	return nil
+}
+
+// presentLevel is l as the page shows it.
+func presentLevel(l *Level) present.Level {
+	pl := present.Level{Load: l.Load, Summary: l.Summary, Server: l.Server}
+	if l.Lengths != nil {
+		for _, b := range l.Lengths.TTFTByInput {
+			pl.TTFTByInput = append(pl.TTFTByInput, present.InputBucket{Min: b.Min, Max: b.Max, Range: b.Range, Requests: b.Requests, P50: b.P50, P99: b.P99})
+		}
+	}
+	if t := l.Tasks; t != nil {
+		pt := &present.Tasks{Tasks: t.Tasks, Completed: t.Completed, Failed: t.Failed, Count: t.Latency.Count,
+			LatencyP50: t.Latency.P50, LatencyP90: t.Latency.P90, LatencyP99: t.Latency.P99,
+			GoodPerSecond: t.GoodPerSecond, Attainment: t.Attainment, Missed: t.MissedToolCalls}
+		if t.Latency.Mean > 0 {
+			pt.ToolShare = float64(t.ToolTime.Mean) / float64(t.Latency.Mean)
+		}
+		if t.Steps != nil {
+			pt.StepsMean = t.Steps.Mean
+		}
+		for _, h := range t.CacheHitByStep {
+			pt.CacheHitByStep = append(pt.CacheHitByStep, present.StepHit{Step: h.Step, Requests: h.Requests, HitRate: h.HitRate})
+		}
+		pl.Tasks = pt
+	}
+	return pl
 }

@@ -31,9 +31,9 @@ type sent struct {
 	// (head only when asked: the preflight shows them).
 	contentType string
 	head        []byte
-	// answer is the answer's text (only when asked: a session's next
-	// turn sends it back).
-	answer string
+	// answer is the answer's text and tool calls (only when asked: a
+	// session's next turn sends them back).
+	answer workload.Answer
 }
 
 // keep says what send keeps of an answer besides its Record.
@@ -143,7 +143,7 @@ func (b *bench) try(ctx context.Context, hc *http.Client, body []byte, slot *llm
 	}
 	s.head = head.b
 	if k == keepAnswer && err == nil {
-		s.answer, _ = workload.AnswerText(b.o.wl.api, bytes.NewReader(head.b))
+		s.answer, _ = workload.ReadAnswer(b.o.wl.api, bytes.NewReader(head.b))
 		s.head = nil
 	}
 	return s, false, err

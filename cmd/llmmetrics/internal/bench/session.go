@@ -24,30 +24,44 @@ type reqMeta struct {
 	askedIn, askedOut int
 	group             int // −1: none
 	session, turn     int
+	// An agent's task: its steps, the step's tool choice and the calls
+	// its answer made.
+	agent  bool
+	steps  int
+	choice string
+	calls  int
 }
 
 func metaOf(r workload.Request) reqMeta {
-	return reqMeta{askedIn: r.InputTokens, askedOut: r.OutputTokens, group: r.PrefixGroup, session: r.Session, turn: r.Turn}
+	return reqMeta{askedIn: r.InputTokens, askedOut: r.OutputTokens, group: r.PrefixGroup, session: r.Session, turn: r.Turn, choice: r.ToolChoice}
 }
 
 // repeatRun is one repeat's shared state: request slots (warm-up first),
 // their Records and what each asked for.
 type repeatRun struct {
-	b       *bench
-	warm    int
-	records []llmmetrics.Record
-	metas   []reqMeta
-	timings []reqTiming  // each slot's schedule and lags, in step with metas
-	msgs    []string     // why each failed ("" for an OK one)
-	used    []bool       // the slot's request was sent
-	flight  *inFlight    // requests in flight, for the progress line
-	retries atomic.Int64 // measured requests sent twice (see send)
-	startMu sync.Mutex   // makes taking a session and its slots one step
-	slots   atomic.Int64 // next free slot
-	done    atomic.Int64 // measured requests ended
-	tokens  atomic.Int64 // their output tokens
-	errMu   sync.Mutex
-	err     error // the workload could not give a request
+	b    *bench
+	warm int
+	// Agents' tasks are sent whole (see start): the first warm tasks are
+	// warm-up in all their steps (warmSlot, up to warmEnd), and tasks
+	// start while fewer than n measured slots are taken.
+	agent     bool
+	n         int
+	warmTasks int // tasks started as warm-up
+	warmEnd   int
+	warmSlot  []bool
+	records   []llmmetrics.Record
+	metas     []reqMeta
+	timings   []reqTiming  // each slot's schedule and lags, in step with metas
+	msgs      []string     // why each failed ("" for an OK one)
+	used      []bool       // the slot's request was sent
+	flight    *inFlight    // requests in flight, for the progress line
+	retries   atomic.Int64 // measured requests sent twice (see send)
+	startMu   sync.Mutex   // makes taking a session and its slots one step
+	slots     atomic.Int64 // next free slot
+	done      atomic.Int64 // measured requests ended
+	tokens    atomic.Int64 // their output tokens
+	errMu     sync.Mutex
+	err       error // the workload could not give a request
 }
 
 // start takes the workload's next session and reserves a slot for each of
@@ -59,15 +73,48 @@ func (r *repeatRun) start() (s *workload.Session, first, count int, ok bool) {
 	r.startMu.Lock()
 	defer r.startMu.Unlock()
 	first = int(r.slots.Load())
-	if first >= len(r.records) {
+	if first >= r.limit() {
 		return nil, 0, 0, false
 	}
 	if s = r.nextSession(); s == nil {
 		return nil, 0, 0, false
 	}
-	count = min(s.Len(), len(r.records)-first)
+	if r.agent {
+		// A task runs whole: its steps fit, as the slots hold
+		// workload.MaxSteps beyond the limit.
+		count = min(s.Len(), len(r.records)-first)
+		if r.warmTasks < r.warm {
+			r.warmTasks++
+			for i := first; i < first+count; i++ {
+				r.warmSlot[i] = true
+			}
+			r.warmEnd = first + count
+		}
+	} else {
+		count = min(s.Len(), len(r.records)-first)
+	}
 	r.slots.Add(int64(count))
 	return s, first, count, true
+}
+
+// limit is the slot from which no session starts: the end of the slots,
+// or, for agents' tasks, n measured slots after the warm-up tasks.
+func (r *repeatRun) limit() int {
+	if r.agent {
+		if r.warmTasks < r.warm {
+			return len(r.records) // the warm-up tasks are still being taken
+		}
+		return r.warmEnd + r.n
+	}
+	return len(r.records)
+}
+
+// isWarm reports whether slot i is a warm-up request.
+func (r *repeatRun) isWarm(i int) bool {
+	if r.agent {
+		return r.warmSlot[i]
+	}
+	return i < r.warm
 }
 
 func (r *repeatRun) fail(err error) {
@@ -162,9 +209,10 @@ func (r *repeatRun) ahead(ctx context.Context, wg, firsts *sync.WaitGroup) <-cha
 	return ch
 }
 
-// send sends req (its body built) in slot i and returns the answer's
-// text when keepText (a session's next turn sends it back).
-func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, body []byte, keepText bool) string {
+// send sends req (its body built) in slot i and returns the answer (its
+// text and tool calls) when keepText (a session's next turn sends it
+// back).
+func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, body []byte, keepText bool) workload.Answer {
 	r.metas[i], r.used[i] = metaOf(req), true
 	k := keepNothing
 	if keepText {
@@ -173,16 +221,17 @@ func (r *repeatRun) send(ctx context.Context, i int, req workload.Request, body 
 	r.flight.start(i)
 	s := r.b.send(context.WithValue(ctx, timingKey{}, &r.timings[i]), body, &r.records[i], k)
 	r.flight.end(i)
-	if i >= r.warm {
+	if !r.isWarm(i) {
 		r.tokens.Add(int64(r.records[i].OutputTokens))
 		r.done.Add(1)
 		if s.retried {
 			r.retries.Add(1)
 		}
 	}
+	r.metas[i].calls = len(s.answer.ToolCalls)
 	if r.records[i].Outcome != llmmetrics.OutcomeOK {
 		r.msgs[i] = s.msg
-		return ""
+		return workload.Answer{}
 	}
 	return s.answer
 }
@@ -217,10 +266,11 @@ func (r *repeatRun) session(ctx context.Context, t *taken, due time.Time, h *hol
 		if turn == 0 {
 			r.timings[i].hold = h
 		}
-		text := r.send(ctx, i, req, body, multi)
+		ans := r.send(ctx, i, req, body, multi)
+		r.metas[i].agent, r.metas[i].steps = s.Agent(), s.Len()
 		due = cmp.Or(r.records[i].End, time.Now())
 		if multi {
-			s.Answer(text, r.records[i].OutputTokens)
+			s.AnswerWith(ans, r.records[i].OutputTokens)
 		}
 	}
 	return due
@@ -246,8 +296,17 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeatResult, error) {
 	warm, n := b.warmups(load), b.requests(load)
 	total := warm + n
-	r := &repeatRun{b: b, warm: warm, records: make([]llmmetrics.Record, total), metas: make([]reqMeta, total),
+	agent := b.wl.Agent()
+	if agent {
+		// -warmup counts tasks: each may take workload.MaxSteps slots,
+		// and the last measured task may run that far past the limit.
+		total = (warm+1)*workload.MaxSteps + n
+	}
+	r := &repeatRun{b: b, warm: warm, n: n, agent: agent, records: make([]llmmetrics.Record, total), metas: make([]reqMeta, total),
 		timings: make([]reqTiming, total), msgs: make([]string, total), used: make([]bool, total), flight: newInFlight(total)}
+	if agent {
+		r.warmSlot = make([]bool, total)
+	}
 	stop := b.prog.watch(b.o.mode, load, repeat, n, &r.done, &r.tokens, r.flight)
 	defer stop()
 	var wg sync.WaitGroup
@@ -325,8 +384,8 @@ func (b *bench) runRepeat(ctx context.Context, load float64, repeat int) (repeat
 	// Keep the slots whose request was sent: a trace may end first, a
 	// failed turn ends its session before its reserved slots.
 	rep := repeatResult{retries: int(r.retries.Load())}
-	for i := warm; i < total; i++ {
-		if r.used[i] {
+	for i := range total {
+		if r.used[i] && !r.isWarm(i) {
 			rep.records, rep.metas, rep.msgs = append(rep.records, r.records[i]), append(rep.metas, r.metas[i]), append(rep.msgs, r.msgs[i])
 			rep.timings = append(rep.timings, r.timings[i])
 		}

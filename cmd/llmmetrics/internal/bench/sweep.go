@@ -105,6 +105,12 @@ func newBench(o options, e env) (*bench, error) {
 			// Its prefix cache follows the prompts' content, as vLLM's.
 			cfg.PrefixCacheBlocks = fakePrefixCacheBlocks
 		}
+		if o.wl.isAgent() {
+			// Agents' contexts grow to tens of thousands of tokens: a KV
+			// cache of 1M tokens holds dozens of tasks, where 6,144 would
+			// run each step alone.
+			cfg.KVBudget = fakeAgentKVBudget
+		}
 		b.fake = e.newFake(cfg)
 		b.target = "llmmetricstest fake server"
 		if e.inMemory {
@@ -281,13 +287,14 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 		}()
 	}
 	var all []llmmetrics.Record
+	var metas []reqMeta
 	var msgs []string
 	var total time.Duration
 	for r := 0; ; r++ {
 		rep, err := b.runRepeat(ctx, load, r)
 		if err != nil {
 			if len(l.RepeatThroughput) > 0 { // keep the finished repeats
-				b.finishLevel(l, all, msgs, total)
+				b.finishLevel(l, all, metas, msgs, total)
 			}
 			return l, err
 		}
@@ -296,7 +303,7 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 		}
 		b.noteLengths(l, rep.records, rep.metas)
 		s := llmmetrics.Summarize(rep.records, llmmetrics.SummaryOptions{SLO: b.o.slo})
-		all, msgs = append(all, rep.records...), append(msgs, rep.msgs...)
+		all, msgs, metas = append(all, rep.records...), append(msgs, rep.msgs...), append(metas, rep.metas...)
 		total += s.Duration
 		l.Retries += rep.retries
 		for i, rec := range rep.records {
@@ -305,7 +312,7 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 		l.RepeatThroughput = append(l.RepeatThroughput, s.OutputThroughput)
 		l.repeats = append(l.repeats, s)
 		if s.Requests > 0 && s.Completed == 0 {
-			b.finishLevel(l, all, msgs, total)
+			b.finishLevel(l, all, metas, msgs, total)
 			b.prog.levelDone(b.o.mode, l)
 			return l, allFailed(b.o.mode, l)
 		}
@@ -313,9 +320,15 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 			break
 		}
 	}
-	b.finishLevel(l, all, msgs, total)
+	b.finishLevel(l, all, metas, msgs, total)
 	b.prog.levelDone(b.o.mode, l)
 	return l, nil
+}
+
+// taskSLO is what a good task meets: the SLO at every step and
+// -task-latency.
+func (b *bench) taskSLO() taskSLO {
+	return taskSLO{slo: b.o.slo, latency: b.o.wl.agent.taskLatency}
 }
 
 // enoughRepeats applies the repeat rule: -repeats N exactly; else at least
@@ -350,7 +363,7 @@ func (b *bench) failuresKeepUndecided(l *Level) bool {
 	}
 	in := b.satLevels()
 	in = append(in, saturation.Level{Load: l.Load, Summary: l.repeats[0], Repeats: l.repeats})
-	sat, _ := saturation.Find(in, saturation.Options{Objectives: b.o.objectives})
+	sat, _ := saturation.Find(in, b.satOptions())
 	for _, r := range levelReport(sat, l.Load).Reasons {
 		if r.Signal == saturation.SignalKnee && r.Undecided {
 			return true
@@ -368,8 +381,11 @@ func allFailed(m Mode, l *Level) error {
 // finishLevel pools the repeats' records into the level's Summary (rates
 // over the sum of the repeats' durations), counts its failures by
 // error_type, and adds the level.
-func (b *bench) finishLevel(l *Level, all []llmmetrics.Record, msgs []string, total time.Duration) {
+func (b *bench) finishLevel(l *Level, all []llmmetrics.Record, metas []reqMeta, msgs []string, total time.Duration) {
 	l.Summary = llmmetrics.Summarize(all, llmmetrics.SummaryOptions{SLO: b.o.slo, Duration: total})
+	if b.wl.Agent() {
+		l.Tasks = computeTasks(all, metas, b.taskSLO(), total)
+	}
 	var busy time.Duration
 	for i, r := range all {
 		busy += r.End.Sub(r.Start)
@@ -454,12 +470,20 @@ type recordLine struct {
 	Load   float64 `json:"load"`
 	Repeat int     `json:"repeat"`
 	// What the request asked for (workload.Request).
-	AskedInputTokens  int               `json:"asked_input_tokens"`
-	AskedOutputTokens int               `json:"asked_output_tokens,omitempty"`
-	PrefixGroup       *int              `json:"prefix_group,omitempty"`
-	Session           int               `json:"session"`
-	Turn              int               `json:"turn"`
-	Record            llmmetrics.Record `json:"record"`
+	AskedInputTokens  int  `json:"asked_input_tokens"`
+	AskedOutputTokens int  `json:"asked_output_tokens,omitempty"`
+	PrefixGroup       *int `json:"prefix_group,omitempty"`
+	Session           int  `json:"session"`
+	Turn              int  `json:"turn"`
+	// An agent's task (-workload agent, a dataset of agent
+	// conversations): the request's step (1-based, its turn), the task's
+	// steps, the tool choice it sent ("required", "none"; absent: the
+	// model's) and the tool calls its answer made.
+	Step       int               `json:"step,omitempty"`
+	TaskSteps  int               `json:"task_steps,omitempty"`
+	ToolChoice string            `json:"tool_choice,omitempty"`
+	ToolCalls  *int              `json:"tool_calls,omitempty"`
+	Record     llmmetrics.Record `json:"record"`
 	// Scheduled is when the request was meant to leave: its arrival
 	// (open loop), or the end of the client's previous request (closed
 	// loop). Record.Start minus Scheduled is its send lag.
@@ -485,6 +509,10 @@ func (b *bench) writeRecords(load float64, repeat int, rep repeatResult) error {
 			AskedOutputTokens: m.askedOut, Session: m.session, Turn: m.turn, Scheduled: rep.timings[i].scheduled}
 		if m.group >= 0 {
 			line.PrefixGroup = &m.group
+		}
+		if m.agent {
+			calls := m.calls
+			line.Step, line.TaskSteps, line.ToolChoice, line.ToolCalls = m.turn, m.steps, m.choice, &calls
 		}
 		if err := enc.Encode(line); err != nil {
 			return err

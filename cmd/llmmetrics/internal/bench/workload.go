@@ -33,6 +33,17 @@ type workloadFlags struct {
 	promptWords  int // older spelling of -input-tokens
 	maxTokens    int // older spelling of -output-tokens
 	set          map[string]bool
+	agent        agentFlags
+}
+
+// agentFlags shape -workload agent's tasks (docs/agents.md).
+type agentFlags struct {
+	steps, toolResult, toolTime, final string
+	// taskLatency bounds a good task's latency (0: no bound).
+	taskLatency time.Duration
+	// goodputBy is what the saturation verdict and -search judge the SLO
+	// by: "task" (every step of a task met it) or "request".
+	goodputBy string
 }
 
 // defaultInput and defaultOutput are the lengths of the default run: about
@@ -45,7 +56,7 @@ const (
 
 func (f *workloadFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.api, "api", "chat", "API to load: "+strings.Join(workload.APIs, ", "))
-	fs.StringVar(&f.profile, "workload", "", "use-case profile setting lengths and SLO together: chat, code, summarize, rag, long")
+	fs.StringVar(&f.profile, "workload", "", "use-case profile setting lengths and SLO together: chat, code, summarize, rag, long, or agent (tasks of tool-calling steps, docs/agents.md)")
 	fs.StringVar(&f.input, "input-tokens", defaultInput, "prompt length in tokens (after the shared prefix): N, uniform:MIN-MAX, normal:MEAN,SD or lognormal:MEAN,SD")
 	fs.StringVar(&f.output, "output-tokens", defaultOutput, "output length asked (max tokens): N or a distribution as -input-tokens")
 	fs.BoolVar(&f.ignoreEOS, "ignore-eos", false, "ask for exactly the output length (chat and completions: ignore_eos, as vLLM and llama.cpp take it)")
@@ -58,6 +69,75 @@ func (f *workloadFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.timeScale, "time-scale", 1, "with -trace: multiply the recorded times by this (0.5: twice as fast)")
 	fs.IntVar(&f.promptWords, "prompt-words", 0, "older spelling of -input-tokens N")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "older spelling of -output-tokens N")
+	a := &f.agent
+	fs.StringVar(&a.steps, "steps", workload.DefaultSteps, "with -workload agent: steps (requests) of a task, a distribution as -input-tokens")
+	fs.StringVar(&a.toolResult, "tool-result-tokens", workload.DefaultToolResultTokens, "with -workload agent: tokens of a tool's result, a distribution as -input-tokens")
+	fs.StringVar(&a.toolTime, "tool-time", workload.DefaultToolTime, "with -workload agent: how long a tool runs before the next step: D, uniform:MIN-MAX, normal:MEAN,SD or lognormal:MEAN,SD of durations (at most "+workload.MaxToolTime.String()+")")
+	fs.StringVar(&a.final, "final-tokens", workload.DefaultFinalTokens, "with -workload agent: output tokens asked of a task's last step (its answer), a distribution as -input-tokens")
+	fs.DurationVar(&a.taskLatency, "task-latency", 0, "with -workload agent or a dataset of agent conversations: the longest a good task may take, first send to final answer (0: no limit)")
+	fs.StringVar(&a.goodputBy, "goodput-by", "", "what the saturation verdict and -search judge the SLO by: task (every step of a task met it; the default for agents' tasks) or request")
+}
+
+// agentFlagNames are the flags only agents' tasks take.
+var agentFlagNames = []string{"steps", "tool-result-tokens", "tool-time", "final-tokens"}
+
+// isAgent reports whether the workload is -workload agent.
+func (f *workloadFlags) isAgent() bool { return f.profile == "agent" }
+
+// validateAgent checks the agent flags.
+func (f *workloadFlags) validateAgent() error {
+	a := &f.agent
+	for _, n := range agentFlagNames {
+		if f.set[n] && !f.isAgent() {
+			return usagef("-%s needs -workload agent", n)
+		}
+		if f.set[n] && f.dataset != "" {
+			return usagef("-%s: the dataset's recorded conversations give the tasks' shape; drop it", n)
+		}
+	}
+	switch a.goodputBy {
+	case "", "task", "request":
+	default:
+		return usagef("-goodput-by %q: want task or request", a.goodputBy)
+	}
+	if a.taskLatency < 0 {
+		return usagef("-task-latency must be ≥ 0")
+	}
+	if !f.isAgent() {
+		return nil
+	}
+	switch {
+	case !workload.HasTools(f.api):
+		return usagef("-workload agent needs an API with tools: the %s API has none (use chat, responses, anthropic, gemini or ollama)", f.api)
+	case f.set["think-time"]:
+		return usagef("-workload agent pauses for its tools: give -tool-time, not -think-time")
+	case f.set["turns"]:
+		return usagef("-workload agent's tasks have -steps, not -turns")
+	case f.trace != "":
+		return usagef("-workload agent sends its own tasks: drop -trace")
+	}
+	for _, d := range []struct{ name, v string }{{"steps", a.steps}, {"tool-result-tokens", a.toolResult}, {"final-tokens", a.final}} {
+		if _, err := workload.ParseDist(d.v); err != nil {
+			return usagef("-%s: %v", d.name, err)
+		}
+	}
+	if _, err := workload.ParseDurationDist(a.toolTime); err != nil {
+		return usagef("-tool-time: %v", err)
+	}
+	return nil
+}
+
+// agentConfig returns the agent workload's configuration (nil: not one).
+func (f *workloadFlags) agentConfig() *workload.AgentConfig {
+	if !f.isAgent() || f.dataset != "" {
+		return nil
+	}
+	a := &f.agent
+	steps, _ := workload.ParseDist(a.steps)
+	result, _ := workload.ParseDist(a.toolResult)
+	final, _ := workload.ParseDist(a.final)
+	toolTime, _ := workload.ParseDurationDist(a.toolTime)
+	return &workload.AgentConfig{Steps: steps, ToolResult: result, ToolTime: toolTime, Final: final}
 }
 
 // validate checks the workload flags and applies the profile (flags set
@@ -92,7 +172,7 @@ func (f *workloadFlags) validate(fs *flag.FlagSet, o *options) error {
 	if f.profile != "" {
 		p, ok := workload.ProfileNamed(f.profile)
 		if !ok {
-			return usagef("-workload %q: want chat, code, summarize, rag or long", f.profile)
+			return usagef("-workload %q: want chat, code, summarize, rag, long or agent", f.profile)
 		}
 		if !f.set["input-tokens"] && f.promptWords == 0 {
 			f.input = p.Input
@@ -100,7 +180,7 @@ func (f *workloadFlags) validate(fs *flag.FlagSet, o *options) error {
 		if !f.set["output-tokens"] && f.maxTokens == 0 {
 			f.output = p.Output
 		}
-		if !f.set["prefix-tokens"] && p.PrefixTokens > 0 && f.trace == "" {
+		if !f.set["prefix-tokens"] && p.PrefixTokens > 0 && f.trace == "" && !(f.isAgent() && f.dataset != "") { // a recorded conversation keeps its own system prompt
 			f.prefixTokens, f.prefixGroups = p.PrefixTokens, max(f.prefixGroups, p.PrefixGroups)
 		}
 		if !f.set["slo"] {
@@ -123,6 +203,9 @@ func (f *workloadFlags) validate(fs *flag.FlagSet, o *options) error {
 	} else if f.set["time-scale"] {
 		return usagef("-time-scale needs -trace")
 	}
+	if err := f.validateAgent(); err != nil {
+		return err
+	}
 	if f.set["think-time"] && f.turns < 2 && f.dataset == "" {
 		return usagef("-think-time needs -turns ≥ 2 (or a dataset of sessions)")
 	}
@@ -135,7 +218,7 @@ func (f *workloadFlags) config(seed uint64) workload.Config {
 	out, _ := workload.ParseDist(f.output)
 	c := workload.Config{Input: in, Output: out, Dataset: f.dataset, PrefixTokens: f.prefixTokens,
 		PrefixGroups: f.prefixGroups, Turns: f.turns, ThinkTime: f.thinkTime, Trace: f.trace,
-		TimeScale: f.timeScale, Seed: seed}
+		TimeScale: f.timeScale, Seed: seed, API: f.api, Agent: f.agentConfig()}
 	if f.trace != "" {
 		c.Output = workload.Dist{} // the trace gives each output length
 	}
@@ -145,7 +228,7 @@ func (f *workloadFlags) config(seed uint64) workload.Config {
 // sharesPrefixes reports whether requests share prefixes (the fake
 // server's content prefix cache is then on).
 func (f *workloadFlags) sharesPrefixes() bool {
-	return f.prefixTokens > 0 || f.turns > 1 || f.trace != "" || f.dataset != ""
+	return f.prefixTokens > 0 || f.turns > 1 || f.trace != "" || f.dataset != "" || f.isAgent()
 }
 
 // Workload is the workload section of results.json.
@@ -177,6 +260,14 @@ func (b *bench) workloadResults() *Workload {
 	add("trace", f.trace != "", f.trace)
 	add("time-scale", f.trace != "", f.timeScale)
 	add("seed", true, b.o.seed)
+	if f.isAgent() && f.dataset == "" {
+		a := &f.agent
+		add("steps", true, a.steps)
+		add("tool-result-tokens", true, a.toolResult)
+		add("tool-time", true, a.toolTime)
+		add("final-tokens", true, a.final)
+	}
+	add("task-latency", f.agent.taskLatency > 0, f.agent.taskLatency)
 	if f.trace != "" {
 		delete(flags, "input-tokens")
 		delete(flags, "output-tokens")
@@ -213,6 +304,7 @@ func (b *bench) openWorkload(ctx context.Context) error {
 	cal := b.calibrate(ctx, cfg)
 	cfg.Text, cfg.Overhead, cfg.Context = cal.text, cal.overhead, cal.context
 	cfg.SystemOverhead, cfg.TurnOverhead = cal.systemOverhead, cal.turnOverhead
+	cfg.ToolsOverhead, cfg.ToolCallOverhead = cal.toolsOverhead, cal.toolCallOverhead
 	b.counting = cal.how
 	wl, err := workload.Open(cfg)
 	if err != nil {
@@ -231,3 +323,7 @@ func (b *bench) openWorkload(ctx context.Context) error {
 // workload shares prefixes: 65,536 blocks of 16 tokens (1M tokens), room
 // for every prefix of a demo run.
 const fakePrefixCacheBlocks = 1 << 16
+
+// fakeAgentKVBudget is the fake server's KV cache with -workload agent,
+// in tokens.
+const fakeAgentKVBudget = 1 << 20

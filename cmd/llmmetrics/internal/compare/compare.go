@@ -105,6 +105,7 @@ func Compare(base, nw *Input, o Options) (*Comparison, error) {
 			t.Level = "BASE " + runLabel(b) + " vs NEW " + runLabel(n)
 		}
 		t.Results = append(compareLatencies(b.sample, n.sample, s), compareRates(b.sample, n.sample, s)...)
+		t.Results = append(t.Results, compareTasks(b, n, s)...)
 		cannotSay(t.Results, base, nw, b, n)
 		c.Levels = append(c.Levels, t)
 		if len(b.repeats) < 2 || len(n.repeats) < 2 {

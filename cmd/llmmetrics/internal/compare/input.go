@@ -123,6 +123,9 @@ func ReadInput(ctx context.Context, path string, stdin io.Reader) (*Input, error
 		return nil, fmt.Errorf("%s: %d level tags for %d records", file, len(tags), len(rs.Records))
 	}
 	in.Levels = splitLevels(rs.Records, tags)
+	if err := readTasks(file, in); err != nil { // agents' tasks (tasks.go)
+		return nil, err
+	}
 	return in, nil
 }
 

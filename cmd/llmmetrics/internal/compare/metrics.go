@@ -137,7 +137,7 @@ func MetricNames() []string {
 			ns = append(ns, statName(s)+" "+l.name)
 		}
 	}
-	return append(append(ns, rates...), attainmentName)
+	return append(append(append(ns, rates...), attainmentName), taskMetricNames()...)
 }
 
 // minSamples is the smallest sample a percentile p is compared on: at

@@ -86,6 +86,8 @@ func metricFamily(m string) string {
 	switch {
 	case strings.HasSuffix(m, " itl"):
 		return "ITL"
+	case strings.HasSuffix(m, " "+taskLatencyName):
+		return "task latency percentiles and mean"
 	case strings.Contains(m, " "):
 		return "TTFT, TTFO, TPOT, E2EL percentiles and means"
 	case slices.Contains(rates, m):

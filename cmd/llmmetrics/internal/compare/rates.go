@@ -23,6 +23,9 @@ type sample struct {
 	// duration is the run duration rates are over (0: the records' span).
 	duration time.Duration
 	slo      llmmetrics.SLO
+	// tasks and stepTags are agents' tasks (tasks.go; nil: none).
+	tasks    *taskSample
+	stepTags []taskTag
 }
 
 // span returns max(End) − min(Start) of recs and min(Start).

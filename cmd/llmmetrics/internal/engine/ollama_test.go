@@ -151,18 +151,23 @@ func (s *ollamaServer) create(bin string) error {
 	if err := WriteLlama(gguf, SmallLlama); err != nil {
 		return err
 	}
-	modelfile := filepath.Join(s.dir, "Modelfile")
-	if err := os.WriteFile(modelfile, []byte("FROM ./model.gguf\nPARAMETER num_thread 1\n"), 0o644); err != nil {
+	return s.createFrom(bin, modelName, "FROM ./model.gguf\nPARAMETER num_thread 1\n")
+}
+
+// createFrom runs "ollama create name" with the Modelfile modelfile.
+func (s *ollamaServer) createFrom(bin, name, modelfile string) error {
+	path := filepath.Join(s.dir, "Modelfile."+name)
+	if err := os.WriteFile(path, []byte(modelfile), 0o644); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), createTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "create", modelName, "-f", modelfile)
+	cmd := exec.CommandContext(ctx, bin, "create", name, "-f", path)
 	cmd.Dir = s.dir
 	cmd.Env = []string{"HOME=" + s.dir, "PATH=" + os.Getenv("PATH"), "OLLAMA_HOST=" + strings.TrimPrefix(s.base, "http://")}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("ollama create %s: %w\n%s", modelName, err, lastLines(out, 20))
+		return fmt.Errorf("ollama create %s: %w\n%s", name, err, lastLines(out, 20))
 	}
 	return nil
 }

@@ -79,6 +79,7 @@ func drawCharts(runs []Run) ([]Chart, error) {
 		}
 	}
 	specs = append(specs, loadCharts(runs)...)
+	specs = append(specs, contextCharts(runs)...)
 	var out []Chart
 	for _, s := range specs {
 		svg, err := draw1(s)

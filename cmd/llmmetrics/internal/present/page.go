@@ -81,6 +81,10 @@ type Level struct {
 	Summary llmmetrics.Summary
 	// Server is what the model server reported (nil: nothing).
 	Server *saturation.Server
+	// TTFTByInput is TTFT by the input (context) a request carried (nil:
+	// not known); Tasks what agents' tasks measured (nil: none).
+	TTFTByInput []InputBucket
+	Tasks       *Tasks
 }
 
 //go:embed page.tmpl

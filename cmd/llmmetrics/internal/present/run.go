@@ -103,6 +103,12 @@ func BenchPage(b BenchReport) Page {
 			fmt.Sprintf("%.1f%%", 100*s.Goodput.Attainment), fmt.Sprint(s.Failed + s.Canceled), kv, wait}})
 	}
 	p.Tables = []Table{t}
+	if tt := tasksTable(b.Levels, b.LoadUnit); tt != nil {
+		p.Tables = append(p.Tables, *tt)
+	}
+	if ct := contextTable(b.Levels); ct != nil {
+		p.Tables = append(p.Tables, *ct)
+	}
 	return p
 }
 

@@ -82,7 +82,7 @@ func BenchmarkBuild10k(b *testing.B) {
 	const n = 10_000
 	trace := writeTrace(b, n)
 	sharegpt, openai := writeDatasets(b, n)
-	fixed := Request{Messages: []Message{{"user", Text{CharsPerToken: 4}.Words(seeded(1, 1, 1), 170)}}, OutputTokens: 128}
+	fixed := Request{Messages: []Message{{Role: "user", Content: Text{CharsPerToken: 4}.Words(seeded(1, 1, 1), 170)}}, OutputTokens: 128}
 	// A real server's per-word counts (here 1 or 2 tokens a word).
 	counts := make([]int, len(FillerWords()))
 	for i := range counts {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -33,6 +34,8 @@ type entry struct {
 	turns   []turn
 	origin  string // file:line, or file: entry N
 	skip    string // why it cannot be sent ("": it can)
+	replay  *replayConv
+	tools   []Tool
 }
 
 // entryReader reads a dataset's entries in order; io.EOF at the end. An
@@ -215,20 +218,31 @@ func contentText(raw json.RawMessage) (string, bool) {
 	return b.String(), true
 }
 
+// openAIMessage is one message of an OpenAI chat request.
+type openAIMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID *string         `json:"tool_call_id"`
+}
+
 // parseOpenAI reads one OpenAI chat request: its system messages make the
 // system prompt, the messages up to the last user message are sent as
-// they are, and the last must be the user's.
+// they are, and the last must be the user's. A conversation with tool
+// calls (an assistant's tool_calls, a "tool" message, or a "tools" list)
+// is an agent's, replayed turn by turn (parseToolConversation).
 func parseOpenAI(line []byte, _ string) (entry, error) {
 	var req struct {
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		MaxTokens           *int `json:"max_tokens"`
-		MaxCompletionTokens *int `json:"max_completion_tokens"`
+		Messages            []openAIMessage `json:"messages"`
+		Tools               json.RawMessage `json:"tools"`
+		MaxTokens           *int            `json:"max_tokens"`
+		MaxCompletionTokens *int            `json:"max_completion_tokens"`
 	}
 	if err := json.Unmarshal(line, &req); err != nil {
 		return entry{}, fmt.Errorf("not a JSON chat request: %v", err)
+	}
+	if hasTools(req.Tools, req.Messages) {
+		return parseToolConversation(req.Messages, req.Tools)
 	}
 	var e entry
 	for _, m := range req.Messages {
@@ -241,7 +255,7 @@ func parseOpenAI(line []byte, _ string) (entry, error) {
 		case m.Role == "user" || m.Role == "assistant":
 			e.history = append(e.history, Message{Role: m.Role, Content: text})
 		default:
-			e.skip = "a message of role " + fmt.Sprintf("%q", m.Role) + " (tool calls are not replayed)"
+			e.skip = "a message of role " + fmt.Sprintf("%q", m.Role)
 		}
 	}
 	out := 0
@@ -260,6 +274,176 @@ func parseOpenAI(line []byte, _ string) (entry, error) {
 		e.history = e.history[:n-1]
 	}
 	return e, nil
+}
+
+// hasTools reports whether a chat request is an agent's conversation: it
+// lists tools, or a message calls one or gives a tool's result.
+func hasTools(tools json.RawMessage, msgs []openAIMessage) bool {
+	if t := bytes.TrimSpace(tools); len(t) > 0 && string(t) != "null" && string(t) != "[]" {
+		return true
+	}
+	for _, m := range msgs {
+		if m.Role == "tool" || m.ToolCallID != nil {
+			return true
+		}
+		if t := bytes.TrimSpace(m.ToolCalls); len(t) > 0 && string(t) != "null" && string(t) != "[]" {
+			return true
+		}
+	}
+	return false
+}
+
+// parseToolConversation reads an agent's recorded conversation: tools
+// [{"type": "function", "function": {"name", "description",
+// "parameters"}}], then messages where an assistant's tool_calls
+// [{"id", "type": "function", "function": {"name", "arguments"}}] are each
+// answered by a "tool" message with its tool_call_id before the next
+// assistant or user message. Each assistant message is one request (its
+// input the messages before it, its output length its own at 4
+// characters a token). What breaks these rules is an error (the file is
+// malformed); content that is not text makes the entry skipped.
+func parseToolConversation(msgs []openAIMessage, rawTools json.RawMessage) (entry, error) {
+	var e entry
+	tools, err := parseTools(rawTools)
+	if err != nil {
+		return e, err
+	}
+	r := &replayConv{}
+	open := map[string]string{} // calls not yet answered: id → name
+	var order []string          // their ids, in order
+	for i, m := range msgs {
+		text, ok := contentText(m.Content)
+		if !ok {
+			e.skip = "a " + m.Role + " message with non-text content"
+			return e, nil
+		}
+		if m.Role != "tool" && len(order) > 0 {
+			return e, fmt.Errorf("message %d (%s): the tool call %q has no result before it", i+1, m.Role, order[0])
+		}
+		switch m.Role {
+		case "system", "developer":
+			e.system += text
+		case "user":
+			r.conv = append(r.conv, Message{Role: "user", Content: text})
+		case "assistant":
+			calls, err := parseToolCalls(m.ToolCalls)
+			if err != nil {
+				return e, fmt.Errorf("message %d (assistant): %v", i+1, err)
+			}
+			for _, c := range calls {
+				if c.ID == "" {
+					return e, fmt.Errorf("message %d (assistant): a tool call without an id", i+1)
+				}
+				if _, dup := open[c.ID]; dup {
+					return e, fmt.Errorf("message %d (assistant): two tool calls with the id %q", i+1, c.ID)
+				}
+				open[c.ID] = c.Name
+				order = append(order, c.ID)
+			}
+			if len(r.conv) == 0 {
+				return e, fmt.Errorf("message %d (assistant): an assistant turn with no message before it to send", i+1)
+			}
+			chars := len(text)
+			for _, c := range calls {
+				chars += len(c.Name) + len(c.Arguments)
+			}
+			r.turns = append(r.turns, len(r.conv))
+			r.outputs = append(r.outputs, Text{CharsPerToken: 4}.Tokens(max(chars, 1)))
+			r.conv = append(r.conv, Message{Role: "assistant", Content: text, ToolCalls: calls})
+		case "tool":
+			id := ""
+			if m.ToolCallID != nil {
+				id = *m.ToolCallID
+			}
+			name, ok := open[id]
+			if !ok {
+				return e, fmt.Errorf("message %d (tool): tool_call_id %q answers no earlier call awaiting a result", i+1, id)
+			}
+			delete(open, id)
+			order = slices.DeleteFunc(order, func(x string) bool { return x == id })
+			r.conv = append(r.conv, Message{Role: "tool", Content: text, ToolCallID: id, ToolName: name})
+		default:
+			return e, fmt.Errorf("message %d: unknown role %q", i+1, m.Role)
+		}
+	}
+	if len(r.turns) == 0 {
+		e.skip = "no assistant turn to replay"
+		return e, nil
+	}
+	e.replay, e.tools = r, tools
+	e.turns = make([]turn, len(r.turns)) // one per request; their text is the conversation's
+	return e, nil
+}
+
+// parseTools reads a chat request's "tools".
+func parseTools(raw json.RawMessage) ([]Tool, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return nil, nil
+	}
+	var ts []struct {
+		Type     string `json:"type"`
+		Function *struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &ts); err != nil {
+		return nil, fmt.Errorf("tools: not an array of function tools: %v", err)
+	}
+	var out []Tool
+	for i, t := range ts {
+		if t.Function == nil || t.Function.Name == "" {
+			return nil, fmt.Errorf("tools[%d]: a tool without function.name", i)
+		}
+		params := t.Function.Parameters
+		if len(bytes.TrimSpace(params)) == 0 || string(bytes.TrimSpace(params)) == "null" {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out = append(out, Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: json.RawMessage(compactJSON(params))})
+	}
+	return out, nil
+}
+
+// parseToolCalls reads an assistant's tool_calls (absent, null or an
+// array of {"id", "type": "function", "function": {"name", "arguments"}},
+// arguments a string, or an object as some logs keep it).
+func parseToolCalls(raw json.RawMessage) ([]ToolCall, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return nil, nil
+	}
+	var cs []struct {
+		ID       string `json:"id"`
+		Function *struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(raw, &cs); err != nil {
+		return nil, fmt.Errorf("tool_calls: not an array of calls: %v", err)
+	}
+	out := make([]ToolCall, 0, len(cs))
+	for k, c := range cs {
+		if c.Function == nil || c.Function.Name == "" {
+			return nil, fmt.Errorf("tool_calls[%d]: a call without function.name", k)
+		}
+		args := bytes.TrimSpace(c.Function.Arguments)
+		var s string
+		switch {
+		case len(args) == 0 || string(args) == "null":
+			s = "{}"
+		case args[0] == '"':
+			if err := json.Unmarshal(args, &s); err != nil {
+				return nil, fmt.Errorf("tool_calls[%d]: arguments: %v", k, err)
+			}
+		case args[0] == '{':
+			s = compactJSON(args)
+		default:
+			return nil, fmt.Errorf("tool_calls[%d]: arguments must be a string (or an object), not %s", k, args)
+		}
+		out = append(out, ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: s})
+	}
+	return out, nil
 }
 
 // aiperfTexts reads AIPerf's "text" or "texts" (strings, or

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // MaxLength bounds the lengths a Dist takes (1,000,000 tokens, past every
@@ -113,4 +114,93 @@ func (d Dist) Draw(rng *rand.Rand) int {
 		n = min(n, d.Max)
 	}
 	return n
+}
+
+// MaxToolTime bounds a drawn tool time: 10 minutes, the longest a Claude
+// Code Bash command may run (its timeout's upper limit), past which an
+// agent's harness gives up on a tool.
+const MaxToolTime = 10 * time.Minute
+
+// DurationDist is a distribution of durations (tool times): fixed, or
+// uniform, normal or lognormal, drawn to the nanosecond and clamped to
+// [0, MaxToolTime]. Get one from ParseDurationDist.
+type DurationDist struct {
+	Kind string        // "fixed", "uniform", "normal", "lognormal"
+	A, B time.Duration // as Dist's A and B
+}
+
+// ParseDurationDist parses "D", "uniform:MIN-MAX", "normal:MEAN,SD" or
+// "lognormal:MEAN,SD", each a Go duration ("250ms", "16.8s"); for
+// lognormal, MEAN and SD are those of the durations themselves.
+func ParseDurationDist(s string) (DurationDist, error) {
+	kind, args, found := strings.Cut(strings.TrimSpace(s), ":")
+	bad := func(why string) (DurationDist, error) {
+		return DurationDist{}, fmt.Errorf("bad duration %q: %s", s, why)
+	}
+	if !found {
+		d, err := time.ParseDuration(kind)
+		if err != nil || d < 0 {
+			return bad("want D ≥ 0, uniform:MIN-MAX, normal:MEAN,SD or lognormal:MEAN,SD (Go durations: 250ms, 2s)")
+		}
+		return DurationDist{Kind: "fixed", A: d}, nil
+	}
+	sep := ","
+	if kind == "uniform" {
+		sep = "-"
+	}
+	x, y, ok := strings.Cut(args, sep)
+	a, errA := time.ParseDuration(strings.TrimSpace(x))
+	b, errB := time.ParseDuration(strings.TrimSpace(y))
+	if !ok || errA != nil || errB != nil {
+		return bad(fmt.Sprintf("want %s:%s of Go durations", kind, map[bool]string{true: "MIN-MAX", false: "MEAN,SD"}[kind == "uniform"]))
+	}
+	switch kind {
+	case "uniform":
+		if a < 0 || b < a {
+			return bad("uniform needs 0 ≤ MIN ≤ MAX")
+		}
+	case "normal", "lognormal":
+		if a <= 0 || b < 0 {
+			return bad(kind + " needs MEAN > 0 and SD ≥ 0")
+		}
+	default:
+		return bad(fmt.Sprintf("unknown distribution %q (fixed D, uniform, normal, lognormal)", kind))
+	}
+	return DurationDist{Kind: kind, A: a, B: b}, nil
+}
+
+// String returns the distribution as ParseDurationDist reads it.
+func (d DurationDist) String() string {
+	switch d.Kind {
+	case "fixed":
+		return d.A.String()
+	case "uniform":
+		return fmt.Sprintf("uniform:%v-%v", d.A, d.B)
+	}
+	return fmt.Sprintf("%s:%v,%v", d.Kind, d.A, d.B)
+}
+
+// Scale returns d with every duration multiplied by f (f ≥ 0).
+func (d DurationDist) Scale(f float64) DurationDist {
+	d.A = time.Duration(float64(d.A) * f)
+	d.B = time.Duration(float64(d.B) * f)
+	return d
+}
+
+// Draw returns one duration from rng, clamped to [0, MaxToolTime].
+func (d DurationDist) Draw(rng *rand.Rand) time.Duration {
+	a, b := float64(d.A), float64(d.B)
+	var v float64
+	switch d.Kind {
+	case "fixed":
+		v = a
+	case "uniform":
+		v = a + rng.Float64()*(b-a)
+	case "normal":
+		v = a + b*rng.NormFloat64()
+	case "lognormal":
+		s2 := math.Log1p(b * b / (a * a))
+		v = math.Exp(math.Log(a) - s2/2 + math.Sqrt(s2)*rng.NormFloat64())
+	}
+	return time.Duration(min(max(v, 0), float64(MaxToolTime)))
 }

@@ -37,6 +37,12 @@ var Profiles = []Profile{
 	// Long generation: 2,000 tokens out, read after it ends.
 	{Name: "long", Input: "uniform:100-500", Output: "2000",
 		SLO: llmmetrics.SLO{TPOT: 100 * time.Millisecond, E2EL: 120 * time.Second}},
+	// An agent's tasks (agent.go): the task message in, a tool call or the
+	// answer out at each step, a shared system prompt with the tools; a
+	// step's TTFT over a long context tolerated as summarize's, a decode
+	// twice as slow as TraceLab's median (40.7 tokens/s, 25 ms a token).
+	{Name: "agent", Input: DefaultTaskTokens, Output: DefaultStepOutputTokens, PrefixTokens: DefaultSystemTokens, PrefixGroups: 1,
+		SLO: llmmetrics.SLO{TTFT: 3 * time.Second, TPOT: 50 * time.Millisecond}},
 }
 
 // ProfileNamed returns the profile called name.

@@ -53,6 +53,9 @@ func openDataset(w *Workload) (source, error) {
 			return nil, err
 		}
 		w.info.Entries++
+		if e.replay != nil {
+			w.info.ToolConversations++
+		}
 	}
 	if w.info.Entries == 0 {
 		why := ""
@@ -75,6 +78,19 @@ func (w *Workload) checkContext(e entry) error {
 	chars := len(e.system) + len(e.turns[0].prompt) + w.cfg.PrefixTokens*int(w.cfg.Text.CharsPerToken)
 	for _, m := range e.history {
 		chars += len(m.Content)
+	}
+	if r := e.replay; r != nil { // its longest request: the conversation up to its last turn
+		for _, t := range e.tools {
+			for _, x := range t.toolTexts() {
+				chars += len(x)
+			}
+		}
+		for _, m := range r.conv[:r.turns[len(r.turns)-1]] {
+			chars += len(m.Content)
+			for _, c := range m.ToolCalls {
+				chars += len(c.Name) + len(c.Arguments)
+			}
+		}
 	}
 	if n := w.cfg.Text.Tokens(chars) + w.cfg.Overhead; n > w.cfg.Context {
 		return badf("%s: a prompt of about %d tokens is longer than the model's context (%d)", e.origin, n, w.cfg.Context)
@@ -115,6 +131,9 @@ func (d *datasetSource) session(w *Workload, e entry) *Session {
 		s.system = w.prefix(s.group) + e.system
 	}
 	s.turns = e.turns
+	if e.replay != nil {
+		s.replay, s.tools = e.replay, e.tools
+	}
 	limit := c.Turns
 	if limit == 0 && d.format == FormatShareGPT {
 		limit = 1 // its first question, as vllm bench serve sends ShareGPT
@@ -123,7 +142,7 @@ func (d *datasetSource) session(w *Workload, e entry) *Session {
 		s.turns = s.turns[:limit]
 	}
 	for i := range s.turns {
-		if s.turns[i].output == 0 {
+		if s.turns[i].output == 0 && s.replay == nil { // a replayed turn asks its recorded length
 			s.turns[i].output = drawOutput(c, d.rng)
 		}
 	}

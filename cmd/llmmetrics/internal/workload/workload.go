@@ -20,10 +20,16 @@ import (
 	"time"
 )
 
-// Message is one message of a request: Role "user" or "assistant".
+// Message is one message of a request: Role "user", "assistant" or
+// "tool" (a tool's result).
 type Message struct {
 	Role    string
 	Content string
+	// ToolCalls are an assistant message's calls, as the server returned
+	// them.
+	ToolCalls []ToolCall
+	// ToolCallID and ToolName name the call a tool message answers.
+	ToolCallID, ToolName string
 }
 
 // Request is one request to send (one turn of a session).
@@ -50,6 +56,11 @@ type Request struct {
 	Arrival time.Duration
 	// Origin names a dataset or trace entry ("file:line"), "" otherwise.
 	Origin string
+	// Tools are the tools offered (nil: none); ToolChoice says whether a
+	// call is forced (ChoiceRequired), refused (ChoiceNone) or left to
+	// the model (ChoiceAuto).
+	Tools      []Tool
+	ToolChoice string
 }
 
 // Config is what a Workload is built from. The zero value of each field is
@@ -94,9 +105,17 @@ type Config struct {
 	// SystemOverhead is the tokens the template adds for a system message
 	// beyond its text (negative when the message replaces a default system
 	// prompt); TurnOverhead those it adds for each earlier exchange (an
-	// answer and the user message after it) beyond their text. Both count
-	// in Request.InputTokens.
-	SystemOverhead, TurnOverhead int
+	// answer and the user message after it) beyond their text;
+	// ToolsOverhead those it adds for the tools offered beyond their
+	// definitions' text; ToolCallOverhead those it adds for each tool call
+	// and its result beyond their text. All count in Request.InputTokens.
+	SystemOverhead, TurnOverhead, ToolsOverhead, ToolCallOverhead int
+	// API is the -api the requests are sent in: what a request asks for
+	// no call and how a call's arguments are sent change what the server
+	// counts (Body).
+	API string
+	// Agent, when set, makes every session an agent's task (agent.go).
+	Agent *AgentConfig
 }
 
 // Info describes the workload for results.json.
@@ -110,6 +129,9 @@ type Info struct {
 	SkippedCount int      `json:"skipped_count,omitempty"`
 	// Span is the trace's duration at the time scale.
 	Span time.Duration `json:"span_ns,omitempty"`
+	// ToolConversations counts the entries replayed as agents' tasks
+	// (conversations with tool calls, each assistant turn a request).
+	ToolConversations int `json:"tool_conversations,omitempty"`
 }
 
 // Workload is a source of sessions. Next is safe for concurrent use.
@@ -167,6 +189,11 @@ func Open(cfg Config) (*Workload, error) {
 	case cfg.PrefixGroups > 0 && cfg.PrefixTokens == 0:
 		return nil, badf("-prefix-groups needs -prefix-tokens")
 	}
+	if cfg.Agent != nil {
+		if err := checkAgent(&cfg); err != nil {
+			return nil, err
+		}
+	}
 	cfg.Input.Max = cfg.Context
 	cfg.Output.Max = cfg.Context
 	w := &Workload{cfg: cfg, info: Info{Source: "synthetic"}}
@@ -187,6 +214,10 @@ func Open(cfg Config) (*Workload, error) {
 
 // Info returns what the workload is, for results.json.
 func (w *Workload) Info() Info { return w.info }
+
+// Agent reports whether the sessions are agents' tasks: the agent
+// workload's, or a dataset's recorded conversations with tool calls.
+func (w *Workload) Agent() bool { return w.cfg.Agent != nil || w.info.ToolConversations > 0 }
 
 // Replay reports whether requests carry arrival times (a trace).
 func (w *Workload) Replay() bool { return w.cfg.Trace != "" }
@@ -237,8 +268,9 @@ type turn struct {
 }
 
 // Session is one conversation: its turns are sent one after the other,
-// each with the earlier turns and their answers. A Session is used by one
-// goroutine at a time.
+// each with the earlier turns and their answers. An agent session (a task,
+// agent.go) sends steps: each the whole conversation so far, with the
+// tools. A Session is used by one goroutine at a time.
 type Session struct {
 	w       *Workload
 	id      int
@@ -253,19 +285,54 @@ type Session struct {
 	history []Message
 	known   []int // tokens of history[i] the server reported (0: not known)
 	sent    int   // turns made so far
+
+	agent  *agentPlan  // a synthetic agent task (nil: none)
+	replay *replayConv // a recorded agent conversation (nil: none)
+	tools  []Tool      // the tools offered (agent and replay)
+	pause  time.Duration
 }
 
 // Len returns the number of turns of the session.
 func (s *Session) Len() int { return s.n }
 
-// ThinkTime returns the pause between an answer and the next turn.
-func (s *Session) ThinkTime() time.Duration { return s.w.cfg.ThinkTime }
+// Agent reports whether the session is an agent's task (synthetic or
+// replayed): its turns are steps.
+func (s *Session) Agent() bool { return s.agent != nil || s.replay != nil }
+
+// ThinkTime returns the pause between the last answer and the next turn:
+// -think-time, or, for an agent's task, the drawn time of the tool its
+// last step called.
+func (s *Session) ThinkTime() time.Duration {
+	if s.agent != nil {
+		return s.pause
+	}
+	return s.w.cfg.ThinkTime
+}
+
+// ToolTime returns the time a synthetic task's tools take in all (0 for
+// other sessions).
+func (s *Session) ToolTime() time.Duration {
+	if s.agent == nil {
+		return 0
+	}
+	var d time.Duration
+	for _, st := range s.agent.steps[:len(s.agent.steps)-1] {
+		d += st.toolTime
+	}
+	return d
+}
 
 // Next returns the session's next turn, false when the session is done.
 // Call Answer with the answer to a turn before asking for the next one.
 func (s *Session) Next() (Request, bool) {
 	if s.sent >= s.n {
 		return Request{}, false
+	}
+	switch {
+	case s.agent != nil:
+		return s.nextStep(), true
+	case s.replay != nil:
+		return s.nextReplayed(), true
 	}
 	var t turn
 	if s.turns != nil {
@@ -278,17 +345,19 @@ func (s *Session) Next() (Request, bool) {
 	msgs = append(append(msgs, s.history...), Message{Role: "user", Content: t.prompt})
 	s.history = append(s.history, Message{Role: "user", Content: t.prompt})
 	return Request{
-		System: s.system, Messages: msgs, InputTokens: s.inputTokens(msgs),
+		System: s.system, Messages: msgs, InputTokens: s.inputTokens(msgs, nil, ChoiceAuto),
 		OutputTokens: t.output, PrefixGroup: s.group, Session: s.id, Turn: s.sent,
 		Arrival: s.arrival, Origin: s.origin,
 	}, true
 }
 
-// inputTokens is what the server counts for the system prompt and msgs:
-// their text, the template's overhead, its overhead for a system message
-// and for each earlier exchange, and, with a counted Text, the answers'
-// output tokens the server reported in place of their text's count.
-func (s *Session) inputTokens(msgs []Message) int {
+// inputTokens is what the server counts for the system prompt, the tools
+// and msgs: their text (tool definitions and calls as tools.go says), the
+// template's overhead, its overhead for a system message, for each
+// earlier exchange and for the tools, and, with a counted Text, the
+// answers' output tokens the server reported in place of their text's
+// count.
+func (s *Session) inputTokens(msgs []Message, tools []Tool, choice string) int {
 	c := &s.w.cfg
 	n := c.Overhead
 	texts := make([]string, 0, len(msgs)+1)
@@ -296,14 +365,23 @@ func (s *Session) inputTokens(msgs []Message) int {
 		texts = append(texts, s.system)
 		n += c.SystemOverhead
 	}
+	if len(tools) > 0 && (c.API != "ollama" || choice != ChoiceNone) { // Ollama's request asking for no call offers none
+		n += c.ToolsOverhead
+		for _, t := range tools {
+			texts = append(texts, t.toolTexts()...)
+		}
+	}
 	for i, m := range msgs {
 		if i < len(s.known) && s.known[i] > 0 && c.Text.Counted() {
 			n += s.known[i]
 		} else {
 			texts = append(texts, m.Content)
+			for _, tc := range m.ToolCalls {
+				texts = append(texts, tc.callTexts(c.API)...)
+			}
 		}
 		if m.Role == "assistant" {
-			n += c.TurnOverhead
+			n += c.TurnOverhead + c.ToolCallOverhead*len(m.ToolCalls)
 		}
 	}
 	return n + c.Text.Count(texts...)
@@ -313,15 +391,32 @@ func (s *Session) inputTokens(msgs []Message) int {
 // and the output tokens the server reported for it (0: not known). An
 // empty answer (a failed request) ends the session: the next turn would
 // not be the conversation asked for.
-func (s *Session) Answer(text string, tokens int) {
-	if text == "" {
+func (s *Session) Answer(text string, tokens int) { s.AnswerWith(Answer{Text: text}, tokens) }
+
+// AnswerWith is Answer with the answer's tool calls: an agent's step
+// sends them back with their results in the next step. A replayed
+// conversation sends its recorded turns whatever the answers.
+func (s *Session) AnswerWith(a Answer, tokens int) {
+	switch {
+	case s.replay != nil:
+		return
+	case a.Text == "" && len(a.ToolCalls) == 0:
 		s.n = s.sent
 		return
+	case s.agent != nil:
+		s.answerStep(a, tokens)
+		return
 	}
+	s.remember(Message{Role: "assistant", Content: a.Text}, tokens)
+}
+
+// remember appends m to the history with the tokens the server reported
+// for it (0: not known).
+func (s *Session) remember(m Message, tokens int) {
 	for len(s.known) < len(s.history) {
 		s.known = append(s.known, 0)
 	}
-	s.history = append(s.history, Message{Role: "assistant", Content: text})
+	s.history = append(s.history, m)
 	s.known = append(s.known, max(tokens, 0))
 }
 
@@ -330,6 +425,9 @@ type synthetic struct{ rng *rand.Rand }
 
 func (g *synthetic) next(w *Workload) (*Session, error) {
 	c := &w.cfg
+	if c.Agent != nil {
+		return w.agentSession(g.rng), nil
+	}
 	s := &Session{n: max(c.Turns, 1), group: -1}
 	if c.PrefixTokens > 0 {
 		s.group = w.sessions % c.PrefixGroups

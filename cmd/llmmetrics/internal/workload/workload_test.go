@@ -183,9 +183,9 @@ func TestSessionsCarryTheAnswersReceived(t *testing.T) {
 	}
 	third := reqs[2]
 	assert.Equal(t, reqs[0].Messages[0], third.Messages[0])
-	assert.Equal(t, Message{"assistant", "answer to turn 1"}, third.Messages[1])
+	assert.Equal(t, Message{Role: "assistant", Content: "answer to turn 1"}, third.Messages[1])
 	assert.Equal(t, reqs[1].Messages[2], third.Messages[2])
-	assert.Equal(t, Message{"assistant", "answer to turn 2"}, third.Messages[3])
+	assert.Equal(t, Message{Role: "assistant", Content: "answer to turn 2"}, third.Messages[3])
 	chars := 0
 	for _, m := range third.Messages {
 		chars += len(m.Content)
@@ -242,15 +242,15 @@ func TestDatasets(t *testing.T) {
 		turns        int     // of the first session
 	}{
 		{"sharegpt.json", FormatShareGPT, 2, []string{`sharegpt.json: entry 2 (id "b2"): no human turn`},
-			Request{Messages: []Message{{"user", "What is a token?"}}, OutputTokens: 13, Turn: 1}, 1},
+			Request{Messages: []Message{{Role: "user", Content: "What is a token?"}}, OutputTokens: 13, Turn: 1}, 1},
 		{"openai.jsonl", FormatOpenAI, 2, []string{"openai.jsonl:4: a user message with non-text content"},
-			Request{System: "You are terse.", Messages: []Message{{"user", "Say hi."}}, OutputTokens: 7, Turn: 1}, 1},
+			Request{System: "You are terse.", Messages: []Message{{Role: "user", Content: "Say hi."}}, OutputTokens: 7, Turn: 1}, 1},
 		{"prompts.txt", FormatPrompts, 3, nil,
-			Request{Messages: []Message{{"user", "First prompt"}}, OutputTokens: 5, Turn: 1}, 1},
+			Request{Messages: []Message{{Role: "user", Content: "First prompt"}}, OutputTokens: 5, Turn: 1}, 1},
 		{"aiperf_single.jsonl", FormatAIPerfSingle, 2, nil,
-			Request{Messages: []Message{{"user", "Explain caching."}}, OutputTokens: 12, Turn: 1}, 1},
+			Request{Messages: []Message{{Role: "user", Content: "Explain caching."}}, OutputTokens: 12, Turn: 1}, 1},
 		{"aiperf_multi.jsonl", FormatAIPerfMulti, 1, nil,
-			Request{Messages: []Message{{"user", "Hello."}}, OutputTokens: 5, Turn: 1}, 2},
+			Request{Messages: []Message{{Role: "user", Content: "Hello."}}, OutputTokens: 5, Turn: 1}, 2},
 	} {
 		t.Run(tc.format, func(t *testing.T) {
 			path := filepath.Join("testdata", tc.file)
@@ -285,7 +285,7 @@ func TestShareGPTTurns(t *testing.T) {
 	w := open(t, Config{Dataset: filepath.Join("testdata", "sharegpt.json"), Turns: 3})
 	reqs := drain(t, w, 2, func(Request) string { return "received" })
 	require.Len(t, reqs, 2)
-	assert.Equal(t, []Message{{"user", "What is a token?"}, {"assistant", "received"}, {"user", "And a prefix cache?"}}, reqs[1].Messages)
+	assert.Equal(t, []Message{{Role: "user", Content: "What is a token?"}, {Role: "assistant", Content: "received"}, {Role: "user", Content: "And a prefix cache?"}}, reqs[1].Messages)
 	assert.Equal(t, 8, reqs[1].OutputTokens, "⌈32 characters / 4⌉ of the recorded reply")
 }
 
@@ -293,7 +293,7 @@ func TestDatasetCyclesAndKeepsHistory(t *testing.T) {
 	w := open(t, Config{Dataset: filepath.Join("testdata", "openai.jsonl"), Turns: 1})
 	reqs := drain(t, w, 5, fixedAnswer)
 	require.Len(t, reqs, 5)
-	assert.Equal(t, []Message{{"user", "Two parts."}, {"assistant", "Ok."}, {"user", "Again."}}, reqs[1].Messages)
+	assert.Equal(t, []Message{{Role: "user", Content: "Two parts."}, {Role: "assistant", Content: "Ok."}, {Role: "user", Content: "Again."}}, reqs[1].Messages)
 	assert.Equal(t, reqs[0].Messages, reqs[2].Messages, "the third request starts the file again")
 	assert.Equal(t, 0, reqs[1].OutputTokens, "no max_tokens and no -output-tokens: none asked")
 }
@@ -349,7 +349,7 @@ func TestTraceBlocksAndArrivals(t *testing.T) {
 }
 
 func TestBodies(t *testing.T) {
-	r := Request{System: "SYS", Messages: []Message{{"user", "hi"}, {"assistant", "yo"}, {"user", "more"}}, OutputTokens: 9}
+	r := Request{System: "SYS", Messages: []Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "yo"}, {Role: "user", Content: "more"}}, OutputTokens: 9}
 	for _, tc := range []struct {
 		api, path, want string
 		eos             bool
@@ -364,7 +364,7 @@ func TestBodies(t *testing.T) {
 		t.Run(tc.api, func(t *testing.T) {
 			assert.Equal(t, tc.want, string(Body(tc.api, "m", r, tc.eos)))
 			assert.Equal(t, tc.path, Path(tc.api, "m"))
-			assert.True(t, json.Valid(Body(tc.api, "m", Request{Messages: []Message{{"user", `"quoted" \ <tag>`}}}, false)))
+			assert.True(t, json.Valid(Body(tc.api, "m", Request{Messages: []Message{{Role: "user", Content: `"quoted" \ <tag>`}}}, false)))
 		})
 	}
 }
