@@ -271,8 +271,12 @@ func TestTimeout(t *testing.T) {
 				}
 				assert.Equal(t, "timeout", r.ErrorType)
 				assert.Equal(t, "not done within -timeout 300ms", line.Error)
-				// The deadline starts just before the Record's start.
-				assert.GreaterOrEqual(t, r.End.Sub(r.Start), timeout-50*time.Millisecond, "ended at its timeout")
+				// The deadline starts before the Record's start: by a few
+				// milliseconds on an idle machine, by 50 ms and more when
+				// both cores are busy. Half the timeout still tells a
+				// request that ended at its timeout from one that ended
+				// early for another reason.
+				assert.GreaterOrEqual(t, r.End.Sub(r.Start), timeout/2, "ended at its timeout")
 				assert.Less(t, r.End.Sub(r.Start), timeout+2*time.Second, "not long after it")
 			}
 			if tt.wantCode == exitFailed {
