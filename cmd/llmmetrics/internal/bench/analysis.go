@@ -22,6 +22,9 @@ func (b *bench) satLevels() []saturation.Level {
 	for i, l := range ls {
 		in[i] = saturation.Level{Load: l.Load, Summary: l.Summary, Repeats: l.repeats, Server: l.Server, InFlight: l.ClientInFlight}
 	}
+	for i, l := range ls {
+		in[i].PrefillStalls = l.PrefillStalls // the long gaps the level counted (servertime.go)
+	}
 	return in
 }
 

@@ -24,5 +24,6 @@ func (b *bench) preflight(ctx context.Context) error {
 		return fmt.Errorf("the answer of %s is not an OpenAI-compatible stream: no token arrived (status OK, Content-Type %q, it begins %q)",
 			b.url, s.contentType, excerpt(s.head))
 	}
+	b.readSlots(ctx)
 	return nil
 }
