@@ -108,8 +108,8 @@ func computeReason(o Options, ms []merged, i int, fired []Reason) (Reason, bool)
 			kv = fmt.Sprintf("KV cache %.0f%%", 100**s.KVCacheUsage)
 		}
 		queue := "no queue"
-		if *s.RequestsWaiting > 0 {
-			queue = fmt.Sprintf("%.3g waiting on average", *s.RequestsWaiting)
+		if *s.RequestsWaiting >= 0.05 {
+			queue = fmt.Sprintf("%.1f waiting on average", *s.RequestsWaiting)
 		}
 		return Reason{Signal: SignalComputeBound, Value: slow, Threshold: o.ComputeSlowdown, Message: fmt.Sprintf(
 			"decode slowed %.0f%% (%s a token at load %g, %s here) as the engine ran %s (%.3g at load %g); %s, %s: the engine is compute-bound at this batch — more replicas or a faster engine, not more KV cache",
