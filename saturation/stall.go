@@ -51,6 +51,10 @@ type Stalls struct {
 	AtRandom int `json:"at_random"`
 }
 
+// minStallMedian is the smallest median gap CountStalls reads: below it,
+// the gaps are the client's reading, not the engine's steps.
+const minStallMedian = time.Millisecond
+
 // CountStalls counts the long gaps of records, the requests of one load
 // level (see Stalls), a gap being long when it exceeds factor × the
 // median gap (factor ≤ 1, NaN or infinite: DefaultStallFactor). Every
@@ -58,7 +62,10 @@ type Stalls struct {
 // are those of completed records, placed on the client's clock from
 // FirstToken and ITL (records without ITL have none). Repeats of a level
 // may be passed together: their timelines do not overlap. ok is false
-// when no gap was kept.
+// when no gap was kept, or when the median gap is below a millisecond:
+// the chunks then reached the client in bursts (several in one read, as
+// from a proxy that buffers, or a client that reads late), and gaps so
+// short are the network's and the reader's, not the engine's steps.
 func CountStalls(records []llmmetrics.Record, factor float64) (s Stalls, ok bool) {
 	if !(factor > 1) || math.IsInf(factor, 0) {
 		factor = DefaultStallFactor
@@ -77,6 +84,9 @@ func CountStalls(records []llmmetrics.Record, factor float64) (s Stalls, ok bool
 	med := all[n/2]
 	if n%2 == 0 {
 		med = all[n/2-1] + (all[n/2]-all[n/2-1])/2
+	}
+	if med < minStallMedian {
+		return Stalls{}, false
 	}
 	s = Stalls{MedianITL: med, Factor: factor, Threshold: time.Duration(math.Round(float64(float64(med) * factor)))}
 

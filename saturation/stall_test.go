@@ -144,6 +144,17 @@ func TestCountStallsMedianAndFactor(t *testing.T) {
 		assert.Equal(t, 50*time.Millisecond, got.Threshold)
 	}
 
+	// Chunks that came in bursts: a median gap of 0 (several chunks a
+	// read, timed alike), or under a millisecond, says nothing of the
+	// engine's steps.
+	for _, gaps := range [][]float64{{0, 0, 0, 40}, {0.2, 0.5, 0.9, 40}} {
+		_, ok = CountStalls([]llmmetrics.Record{gapRecord(10, gaps, 0), gapRecord(51, []float64{0}, 0)}, 0)
+		assert.False(t, ok, "gaps %v", gaps)
+	}
+	got, ok = CountStalls([]llmmetrics.Record{gapRecord(10, []float64{1, 1, 1, 40}, 0)}, 0)
+	require.True(t, ok, "a median of 1 ms is read")
+	assert.Equal(t, 1, got.LongGaps)
+
 	_, ok = CountStalls([]llmmetrics.Record{okRecord(0, 10, nil, 1), {}}, 0)
 	assert.False(t, ok, "no gap kept: nothing to count")
 	withoutITL := gapRecord(10, []float64{10, 10}, 0)
