@@ -87,7 +87,9 @@ func TestComputeBoundNot(t *testing.T) {
 		{"decode slowed less than 20 %", func(ls []Level) { ls[2].Summary.ITL.Median = msDur(11.9) }, Options{}},
 		{"a higher threshold", func([]Level) {}, Options{ComputeSlowdown: 0.5}},
 		{"the batch did not grow by one request", func(ls []Level) { ls[2].Server.RequestsRunning = f64(1.9) }, Options{}},
-		{"no time per token", func(ls []Level) { ls[2].Summary.ITL, ls[2].Summary.TPOT = llmmetrics.Distribution{}, llmmetrics.Distribution{} }, Options{}},
+		{"no time per token", func(ls []Level) {
+			ls[2].Summary.ITL, ls[2].Summary.TPOT = llmmetrics.Distribution{}, llmmetrics.Distribution{}
+		}, Options{}},
 		{"skipped", func([]Level) {}, Options{Skip: SignalComputeBound}},
 	}
 	for _, tc := range tests {
