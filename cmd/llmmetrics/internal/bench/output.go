@@ -302,9 +302,6 @@ func writeLevelFindings(w io.Writer, r Results) {
 		if l.Retries > 0 {
 			fmt.Fprintf(w, "Retried at %g %s: %d request(s) whose reused connection was closed before any answer, sent again on a fresh one.\n", l.Load, u, l.Retries)
 		}
-		if line := answersLine(l.Answers); line != "" {
-			fmt.Fprintf(w, "At %g %s: %s.\n", l.Load, u, line)
-		}
 		if sat.Found && l.Load == sat.Load {
 			continue // its reasons are printed above
 		}
@@ -314,6 +311,7 @@ func writeLevelFindings(w io.Writer, r Results) {
 			}
 		}
 	}
+	writeAnswers(w, r) // servertime.go
 }
 
 func objectivesText(objs []llmmetrics.Objective) string {

@@ -304,27 +304,47 @@ func bucketText(s *TimeStat) string {
 	return fmt.Sprintf("≈ %s (%s–%s)", human(*s.P99), human(s.P99Bucket[0]), human(s.P99Bucket[1]))
 }
 
-// answersLine says, for one level, that answers were cut at their limit,
-// or ended early under -ignore-eos ("" when neither).
-func answersLine(a *Answers) string {
-	if a == nil {
-		return ""
+// writeAnswers says, in one line over the levels, where answers were cut
+// at their output limit or, with -ignore-eos, ended before it.
+func writeAnswers(w io.Writer, r Results) {
+	var cut, early []string
+	totals := map[string]int{}
+	for _, l := range r.Levels {
+		a := l.Answers
+		if a == nil {
+			continue
+		}
+		for f, n := range a.FinishReasons {
+			totals[f] += n
+		}
+		switch {
+		case a.StoppedEarly != nil && *a.StoppedEarly > 0:
+			early = append(early, fmt.Sprintf("%d of %d at %g", *a.StoppedEarly, a.Said, l.Load))
+		case a.StoppedEarly == nil && a.CutByLength > 0:
+			cut = append(cut, fmt.Sprintf("%d of %d at %g", a.CutByLength, a.Said, l.Load))
+		}
 	}
-	reasons := slices.Collect(maps.Keys(a.FinishReasons))
+	u := unit(r.Mode)
+	if len(cut) > 0 {
+		fmt.Fprintf(w, "Answers cut at their output limit: %s %s (finish reasons %s): those lengths are the limit's, not the model's.\n",
+			strings.Join(cut, ", "), u, reasonList(totals))
+	}
+	if len(early) > 0 {
+		fmt.Fprintf(w, "Answers that ended before their output limit although -ignore-eos asked for exactly it: %s %s (finish reasons %s): the server does not honour ignore_eos.\n",
+			strings.Join(early, ", "), u, reasonList(totals))
+	}
+}
+
+// reasonList formats finish reasons with their counts, the most frequent
+// first: "length 150, stop 10".
+func reasonList(counts map[string]int) string {
+	reasons := slices.Collect(maps.Keys(counts))
 	slices.SortFunc(reasons, func(x, y string) int {
-		return cmp.Or(cmp.Compare(a.FinishReasons[y], a.FinishReasons[x]), cmp.Compare(x, y))
+		return cmp.Or(cmp.Compare(counts[y], counts[x]), cmp.Compare(x, y))
 	})
 	list := make([]string, len(reasons))
 	for i, f := range reasons {
-		list[i] = fmt.Sprintf("%s %d", f, a.FinishReasons[f])
+		list[i] = fmt.Sprintf("%s %d", f, counts[f])
 	}
-	switch {
-	case a.StoppedEarly != nil && *a.StoppedEarly > 0:
-		return fmt.Sprintf("%d of %d answers ended before their output limit although -ignore-eos asked for exactly it (%s): the server does not honour ignore_eos",
-			*a.StoppedEarly, a.Said, strings.Join(list, ", "))
-	case a.StoppedEarly == nil && a.CutByLength > 0:
-		return fmt.Sprintf("%d of %d answers were cut at their output limit (%s): those lengths are the limit's, not the model's",
-			a.CutByLength, a.Said, strings.Join(list, ", "))
-	}
-	return ""
+	return strings.Join(list, ", ")
 }

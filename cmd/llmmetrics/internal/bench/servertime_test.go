@@ -134,50 +134,73 @@ func TestAnswers(t *testing.T) {
 		records   []llmmetrics.Record
 		ignoreEOS bool
 		want      *Answers
-		line      string
 	}{
 		{
 			name:    "every protocol's length reason counts as cut",
 			records: []llmmetrics.Record{withReasons(r, "length"), withReasons(r, "max_tokens"), withReasons(r, "MAX_TOKENS"), withReasons(r, "max_output_tokens"), withReasons(r, "stop"), r},
 			want: &Answers{FinishReasons: map[string]int{"length": 1, "max_tokens": 1, "MAX_TOKENS": 1, "max_output_tokens": 1, "stop": 1},
 				Said: 5, CutByLength: 4},
-			line: "4 of 5 answers were cut at their output limit (MAX_TOKENS 1, length 1, max_output_tokens 1, max_tokens 1, stop 1): those lengths are the limit's, not the model's",
 		},
 		{
 			name:      "-ignore-eos: answers that stopped early",
 			records:   []llmmetrics.Record{withReasons(r, "length"), withReasons(r, "length"), withReasons(r, "stop"), withReasons(r, "end_turn")},
 			ignoreEOS: true,
 			want:      &Answers{FinishReasons: map[string]int{"length": 2, "stop": 1, "end_turn": 1}, Said: 4, CutByLength: 2, StoppedEarly: intp(2)},
-			line:      "2 of 4 answers ended before their output limit although -ignore-eos asked for exactly it (length 2, end_turn 1, stop 1): the server does not honour ignore_eos",
 		},
 		{
-			name:      "-ignore-eos honoured: nothing to say",
+			name:      "-ignore-eos honoured",
 			records:   []llmmetrics.Record{withReasons(r, "length"), withReasons(r, "length")},
 			ignoreEOS: true,
 			want:      &Answers{FinishReasons: map[string]int{"length": 2}, Said: 2, CutByLength: 2, StoppedEarly: intp(0)},
 		},
 		{
-			name:    "answers that ended by themselves: nothing to say",
+			name:    "a choice cut, another not: the answer is cut",
 			records: []llmmetrics.Record{withReasons(r, "stop"), withReasons(r, "stop", "length")},
 			want:    &Answers{FinishReasons: map[string]int{"stop": 2, "length": 1}, Said: 2, CutByLength: 1},
-			line:    "1 of 2 answers were cut at their output limit (stop 2, length 1): those lengths are the limit's, not the model's",
 		},
 		{name: "no answer said", records: []llmmetrics.Record{r, r}, want: nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := answersOf(tc.records, tc.ignoreEOS)
-			assert.Equal(t, tc.want, got)
-			assert.Equal(t, tc.line, answersLine(got))
+			assert.Equal(t, tc.want, answersOf(tc.records, tc.ignoreEOS))
 		})
 	}
 }
 
+// The answers' findings are one line over the levels, the finish reasons
+// summed: where answers were cut at their limit (without -ignore-eos), or
+// ended before it (with it); nothing where neither happened.
+func TestWriteAnswers(t *testing.T) {
+	cutAt := func(load float64, cut, said int, reasons map[string]int) *Level {
+		return &Level{Load: load, Answers: &Answers{FinishReasons: reasons, Said: said, CutByLength: cut}}
+	}
+	var w bytes.Buffer
+	writeAnswers(&w, Results{Mode: ModeConcurrency, Levels: []*Level{
+		cutAt(1, 8, 16, map[string]int{"length": 8, "stop": 8}),
+		{Load: 2},
+		cutAt(4, 0, 16, map[string]int{"stop": 16}),
+		cutAt(8, 10, 16, map[string]int{"length": 10, "stop": 6}),
+	}})
+	assert.Equal(t, "Answers cut at their output limit: 8 of 16 at 1, 10 of 16 at 8 concurrent requests (finish reasons stop 30, length 18): those lengths are the limit's, not the model's.\n", w.String())
+
+	w.Reset()
+	early := cutAt(16, 150, 160, map[string]int{"length": 150, "stop": 10})
+	early.Answers.StoppedEarly = intp(10)
+	honoured := cutAt(32, 160, 160, map[string]int{"length": 160})
+	honoured.Answers.StoppedEarly = intp(0)
+	writeAnswers(&w, Results{Mode: ModeRate, Levels: []*Level{early, honoured}})
+	assert.Equal(t, "Answers that ended before their output limit although -ignore-eos asked for exactly it: 10 of 160 at 16 requests/s (finish reasons length 310, stop 10): the server does not honour ignore_eos.\n", w.String())
+
+	w.Reset()
+	writeAnswers(&w, Results{Levels: []*Level{honoured, {Load: 1}}})
+	assert.Empty(t, w.String())
+}
+
 func intp(n int) *int { return &n }
 
-// The findings name per level the answers cut at their limit, and the
-// compute-bound and prefill-stall causes at levels other than the
-// saturation point (whose reasons are printed above them).
+// The findings name the compute-bound and prefill-stall causes at levels
+// other than the saturation point (whose reasons are printed above them),
+// then the answers cut at their limit.
 func TestLevelFindingsOfTheServersAccount(t *testing.T) {
 	stall := saturation.Reason{Signal: saturation.SignalPrefillStall, Message: "5 of 5 gaps over 5× the median ITL (10 ms) ended with another request's first token or inside its prefill (0 had one at their middle, by chance): prompts stall decoding — chunked prefill or a prefill token budget"}
 	compute := saturation.Reason{Signal: saturation.SignalComputeBound, Message: "decode slowed 30%"}
@@ -193,8 +216,8 @@ func TestLevelFindingsOfTheServersAccount(t *testing.T) {
 	}
 	var w bytes.Buffer
 	writeLevelFindings(&w, r)
-	assert.Equal(t, "At 2 concurrent requests: 16 of 16 answers were cut at their output limit (length 16): those lengths are the limit's, not the model's.\n"+
-		"At 2 concurrent requests: "+stall.Message+".\n", w.String())
+	assert.Equal(t, "At 2 concurrent requests: "+stall.Message+".\n"+
+		"Answers cut at their output limit: 16 of 16 at 2 concurrent requests (finish reasons length 16): those lengths are the limit's, not the model's.\n", w.String())
 }
 
 func TestHuman(t *testing.T) {
