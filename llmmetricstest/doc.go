@@ -50,7 +50,8 @@
 //     max_tokens / max_completion_tokens, vLLM's ignore_eos) and /v1/responses (the
 //     Responses API's events, max_output_tokens); GET /v1/models; GET /metrics (the
 //     scheduler's state in vLLM's Prometheus names: running, waiting,
-//     KV-cache usage, preemptions, prefix-cache queries and hits);
+//     KV-cache usage, preemptions, prefix-cache queries and hits, and the
+//     histograms of the requests' queue, prefill and decode times);
 //   - Anthropic POST /v1/messages (message_start with the input tokens,
 //     message_delta with the cumulative output tokens, max_tokens);
 //   - Gemini POST /v1beta/models/{model}:streamGenerateContent (SSE with

@@ -17,7 +17,10 @@ import (
 //   - vllm:prefix_cache_queries_total and vllm:prefix_cache_hits_total: the
 //     prompt tokens of the scheduled requests and those served from the
 //     prefix cache (Stats.PromptTokens and Stats.CachedPromptTokens);
-//   - vllm:prompt_tokens_total and vllm:generation_tokens_total.
+//   - vllm:prompt_tokens_total and vllm:generation_tokens_total;
+//   - the histograms of the finished requests' phases,
+//     vllm:request_queue_time_seconds, vllm:request_prefill_time_seconds
+//     and vllm:request_decode_time_seconds (prefill.go).
 func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	g, st := s.gauges, s.stats
@@ -43,4 +46,5 @@ func (s *Server) metrics(w http.ResponseWriter, _ *http.Request) {
 	} {
 		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s{%s} %g\n", m.name, m.help, m.name, m.typ, m.name, labels, m.v)
 	}
+	s.writePhases(w, labels)
 }

@@ -23,10 +23,12 @@ import (
 // {"error": "…"}; the api client returns a line with a non-empty "error"
 // as an error.
 //
-// The durations are measured on the handler's clock (fake time in a
+// The durations are measured on the server's clock (fake time in a
 // testing/synctest bubble): total from the request's arrival,
-// prompt_eval_duration from the arrival to the first token (queueing
-// included), eval_duration from the first token to the end.
+// prompt_eval_duration from its admission into the batch to its first
+// token (the scheduler's prefill time: waiting for the batch is not in it,
+// as in Ollama's runner; see prefill.go), eval_duration from the first
+// token to the end.
 
 type ollamaRequest struct {
 	Model    string          `json:"model"`
@@ -132,7 +134,7 @@ func (o ollamaEncoder) last(e *emitter, text string) ollamaLine {
 	l.TotalDuration = int64(now.Sub(e.start))
 	l.PromptEvalCount, l.EvalCount = e.j.prompt, e.sent
 	if !e.firstAt.IsZero() {
-		l.PromptEvalDuration = int64(e.firstAt.Sub(e.start))
+		l.PromptEvalDuration = int64(e.j.phases.prefill())
 		l.EvalDuration = int64(now.Sub(e.firstAt))
 	}
 	return l

@@ -64,7 +64,10 @@ const (
 //
 // times a random factor in [1−Jitter, 1+Jitter], and ends with one new
 // token for every request in the batch (a new request's prefill step
-// yields its first token). When the batch's KV cache (Σ prompt + generated
+// yields its first token). The requests decoding in a step that prefills
+// wait for the prefill: a long prompt stalls them (a prefill stall), unless
+// PrefillChunk spreads prompts over steps (chunked prefill). BatchSlowdown
+// makes each token slower as the batch grows (a compute-bound engine). When the batch's KV cache (Σ prompt + generated
 // tokens) exceeds KVBudget, the newest requests are preempted: they go back
 // to the head of the queue and, when admitted again, recompute (prefill
 // prompt + generated tokens) before producing their next token; tokens
@@ -92,6 +95,13 @@ type ServerConfig struct {
 	BatchSlowdown float64
 	// MaxBatch is the largest number of requests decoded together (default 32).
 	MaxBatch int
+	// PrefillChunk, when positive, is the most prompt tokens one step
+	// prefills, shared by the new requests in arrival order (chunked
+	// prefill, as vLLM's token budget per step): a long prompt is
+	// prefilled over several steps, each of which also decodes the running
+	// requests, and its first token comes with its last chunk. Default 0:
+	// a step prefills every new request's prompt whole (see prefill.go).
+	PrefillChunk int
 	// KVBudget is the KV-cache capacity in tokens: the sum over running
 	// requests of prompt + generated tokens (default 4096; with ~100-token
 	// prompts and ~128-token answers, preemption starts around 24–32
@@ -347,6 +357,9 @@ type Server struct {
 
 	// gauges is what /metrics serves, published by the scheduler under mu.
 	gauges gauges
+	// phases are the finished requests' phase histograms, under mu
+	// (prefill.go).
+	phases [numPhases]histogram
 
 	// Scheduler state, touched only by the scheduler goroutine.
 	rng      *rand.Rand
@@ -475,6 +488,8 @@ type job struct {
 	needPref  int      // tokens to prefill in the next step (0: decoding)
 	cached    int      // prompt tokens served from the prefix cache
 	prefilled bool     // the first prefill (the one the cache shortens) is done
+	chunk     int      // prompt tokens prefilled in the current step (prefill.go)
+	phases    phases   // when it was queued, scheduled and got its first token (prefill.go)
 }
 
 // run is the scheduler goroutine.
@@ -563,6 +578,7 @@ func (s *Server) plan(j *job) {
 		j.noTool = true
 	}
 	j.cached = s.lookupPrefix(j)
+	j.phases.queued = time.Now()
 	s.waiting = append(s.waiting, j)
 	s.publish()
 }
@@ -622,6 +638,7 @@ func (s *Server) admit() {
 		s.waiting[0] = nil
 		s.waiting = s.waiting[1:]
 		s.running = append(s.running, j)
+		j.phases.schedule()
 	}
 	s.mu.Lock()
 	s.stats.MaxRunning = max(s.stats.MaxRunning, len(s.running))
@@ -633,9 +650,10 @@ func (s *Server) admit() {
 func (s *Server) stepDuration() time.Duration {
 	c := &s.cfg
 	prefill, decoding := 0, 0
+	budget := s.prefillBudget()
 	for _, j := range s.running {
 		if j.needPref > 0 {
-			prefill += j.needPref
+			prefill += j.takeChunk(&budget)
 		} else {
 			decoding++
 		}
@@ -668,10 +686,20 @@ func (s *Server) finishStep() {
 		if j.canceled.Load() {
 			continue
 		}
+		left := j.needPref - j.chunk
+		j.chunk = 0
+		if left > 0 { // more of its prompt in the next steps
+			j.needPref = left
+			out = append(out, j)
+			used += j.kv()
+			continue
+		}
 		j.needPref = 0
 		j.prefilled = true
+		j.phases.token()
 		n := j.produced.Add(1)
 		if int(n) >= j.target {
+			s.observe(j)
 			j.finished.Store(true)
 		} else {
 			out = append(out, j)

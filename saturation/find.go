@@ -26,6 +26,10 @@ type Level struct {
 	// Server is what the model server reported during the level (nil:
 	// nothing was read); it explains the saturation point.
 	Server *Server `json:"server,omitempty"`
+	// PrefillStalls counts the level's long gaps between tokens and those
+	// that overlapped another request's prefill (CountStalls of its
+	// Records; nil: not counted). SignalPrefillStall reads it.
+	PrefillStalls *Stalls `json:"prefill_stalls,omitempty"`
 	// InFlight is the client's mean number of requests in flight during
 	// the level (0: unknown). Compared with Server's running and waiting
 	// requests, it shows requests that wait in front of the engine
@@ -100,6 +104,9 @@ type LevelReport struct {
 	// Reasons lists the signals that fired at this level, the server's
 	// among them.
 	Reasons []Reason `json:"reasons,omitempty"`
+	// PrefillStalls is the level's Level.PrefillStalls, the counts of
+	// repeated entries summed (nil: none was given).
+	PrefillStalls *Stalls `json:"prefill_stalls,omitempty"`
 }
 
 // Result is Find's verdict. Level indexes refer to Result.Levels; -1
@@ -214,6 +221,7 @@ type merged struct {
 	mean, ci  float64
 	goodput   float64
 	summaries []llmmetrics.Summary // the entries' Summaries
+	stalls    *Stalls              // the entries' PrefillStalls summed (nil: none)
 	server    *Server
 	inFlight  float64 // the entries' mean InFlight
 	hasData   bool    // throughput or request data
@@ -241,6 +249,14 @@ func merge(levels []Level, o Options) []merged {
 		m.goodput += g
 		m.inFlight += l.InFlight
 		m.summaries = append(m.summaries, l.Summary)
+		if st := l.PrefillStalls; st != nil {
+			if m.stalls == nil {
+				c := *st
+				m.stalls = &c
+			} else {
+				m.stalls.add(*st)
+			}
+		}
 		if m.server == nil {
 			m.server = l.Server
 		}
@@ -307,6 +323,7 @@ func (f *finder) level(i int) kneeState {
 	f.trust(i, rep)
 	f.attainment(i, rep)
 	rep.Reasons = append(rep.Reasons, serverReasons(f.o, f.ms, i)...)
+	rep.Reasons, rep.PrefillStalls = append(rep.Reasons, f.causes(i, rep)...), m.stalls
 	if rep.Goodput > f.bestGood {
 		f.bestGood, f.res.BestGoodputLevel = rep.Goodput, i
 	}

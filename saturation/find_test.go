@@ -314,5 +314,6 @@ func TestSignalText(t *testing.T) {
 	require.NoError(t, s.UnmarshalText(b))
 	assert.Equal(t, SignalThroughputDrop|SignalAttainment, s)
 	assert.ErrorIs(t, s.UnmarshalText([]byte("melting")), llmmetrics.ErrInvalid)
-	assert.Equal(t, "Signal(512)", Signal(512).String())
+	assert.Equal(t, "compute_bound|prefill_stall", (SignalComputeBound | SignalPrefillStall).String())
+	assert.Equal(t, "Signal(4096)", Signal(4096).String())
 }

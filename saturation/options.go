@@ -58,8 +58,9 @@ func (m *ThroughputMeasure) UnmarshalText(b []byte) error {
 
 // Signal is one sign of saturation. Signals are bit flags so Options.Skip
 // can hold several. The client-side ones decide the saturation point; the
-// server-side ones (SignalKVCache, SignalQueue, SignalPreemption,
-// SignalGPU) only explain it, from Level.Server.
+// others (SignalKVCache, SignalQueue, SignalPreemption, SignalGPU,
+// SignalQueueBeforeEngine, SignalComputeBound, SignalPrefillStall) only
+// explain it, from Level.Server and Level.PrefillStalls.
 type Signal uint16
 
 const (
@@ -94,6 +95,17 @@ const (
 	// the rest wait in front of the engine (HTTP threads, a proxy, a
 	// connection limit), where its metrics cannot see them.
 	SignalQueueBeforeEngine
+	// SignalComputeBound: at a knee (or a drop), the time per token grew
+	// by ComputeSlowdown or more since the lowest load as the engine ran
+	// more requests at once, while neither the KV cache nor a queue (in
+	// the engine or in front of it) explains the knee: the engine is
+	// compute-bound at this batch (see compute.go).
+	SignalComputeBound
+	// SignalPrefillStall: most long gaps between tokens (over
+	// Level.PrefillStalls' threshold) ended with another request's first
+	// token, or inside its prefill: prompts stall the running decodes
+	// (see CountStalls).
+	SignalPrefillStall
 )
 
 var signalNames = []struct {
@@ -103,6 +115,7 @@ var signalNames = []struct {
 	{SignalKnee, "knee"}, {SignalThroughputDrop, "throughput_drop"}, {SignalTailGrowth, "tail_growth"},
 	{SignalAttainment, "attainment"}, {SignalKVCache, "kv_cache"}, {SignalQueue, "queue"},
 	{SignalPreemption, "preemption"}, {SignalGPU, "gpu"}, {SignalQueueBeforeEngine, "queue_before_engine"},
+	{SignalComputeBound, "compute_bound"}, {SignalPrefillStall, "prefill_stall"},
 }
 
 // clientSignals decide the saturation point; the others explain it.
@@ -175,6 +188,17 @@ const (
 	// this fraction of the client's in flight (smaller gaps are the
 	// scrape's timing).
 	BeforeEngineFraction = 0.25
+	// DefaultComputeSlowdown: SignalComputeBound needs the time per token
+	// to have grown by at least 20 % since the lowest load (a llama.cpp
+	// server on one CPU thread slowed 27 % as its 4 slots filled; on a GPU
+	// a decode step grows a few percent per added request).
+	DefaultComputeSlowdown = 0.2
+	// DefaultStallFactor: CountStalls counts a gap between tokens as long
+	// when it is more than 5 times the level's median gap.
+	DefaultStallFactor = 5.0
+	// MinStalls: SignalPrefillStall needs at least 3 long gaps that
+	// overlapped another request's prefill (one or two are anecdotes).
+	MinStalls = 3
 )
 
 // Options configures Find. The zero value uses every default (see the
@@ -222,6 +246,10 @@ type Options struct {
 	// GPUBusy in (0, 1]: the GPU utilization SignalGPU reports. 0 means
 	// DefaultGPUBusy.
 	GPUBusy float64
+	// ComputeSlowdown > 0: how much the time per token must have grown
+	// since the lowest load for SignalComputeBound (0.2: by 20 %). 0
+	// means DefaultComputeSlowdown.
+	ComputeSlowdown float64
 	// MaxFailureRate in (0, 1): a level where a larger share of requests
 	// did not complete is untrusted (LevelReport.Untrusted), and so is a
 	// verdict drawn from it. 0 means DefaultMaxFailureRate.
@@ -261,6 +289,8 @@ func (o Options) Validate() error {
 		return bad("KV cache threshold %v outside (0, 1]", o.KVCacheFull)
 	case !frac(o.GPUBusy):
 		return bad("GPU busy threshold %v outside (0, 1]", o.GPUBusy)
+	case o.ComputeSlowdown != 0 && !(o.ComputeSlowdown > 0 && !math.IsInf(o.ComputeSlowdown, 0)):
+		return bad("compute slowdown %v must be > 0 and finite", o.ComputeSlowdown)
 	case o.MaxFailureRate != 0 && !(o.MaxFailureRate > 0 && o.MaxFailureRate < 1):
 		return bad("max failure rate %v outside (0, 1)", o.MaxFailureRate)
 	}
@@ -292,6 +322,7 @@ func (o Options) withDefaults() Options {
 	def(&o.AttainmentTarget, DefaultAttainmentTarget)
 	def(&o.KVCacheFull, DefaultKVCacheFull)
 	def(&o.GPUBusy, DefaultGPUBusy)
+	def(&o.ComputeSlowdown, DefaultComputeSlowdown)
 	def(&o.MaxFailureRate, DefaultMaxFailureRate)
 	if o.TailLatencies == nil {
 		o.TailLatencies = []llmmetrics.Latency{llmmetrics.LatencyTTFT}

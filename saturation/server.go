@@ -42,6 +42,11 @@ type Server struct {
 	// OutputTokensPerJoule is the level's output tokens per second over
 	// PowerWatts: output tokens per joule of GPU energy.
 	OutputTokensPerJoule *float64 `json:"output_tokens_per_joule,omitempty"`
+	// Slots is the most requests the engine runs at once, as the server
+	// says it (llama.cpp's /props total_slots), or as it is configured;
+	// nil when unknown. SignalComputeBound compares RequestsRunning with
+	// it.
+	Slots *int `json:"slots,omitempty"`
 }
 
 // serverReasons returns the server-side signals at load i, compared with
@@ -63,18 +68,16 @@ func serverReasons(o Options, ms []merged, i int) []Reason {
 		}
 		return 0, 0, false
 	}
-	if o.Skip&SignalKVCache == 0 && s.KVCacheUsage != nil {
+	if o.Skip&SignalKVCache == 0 && kvFull(o, s) {
 		use, peak := *s.KVCacheUsage, *s.KVCacheUsage
 		if s.KVCacheUsageMax != nil {
 			peak = max(peak, *s.KVCacheUsageMax)
 		}
-		if use >= o.KVCacheFull || peak >= o.KVCacheFull+(1-o.KVCacheFull)/2 {
-			msg := fmt.Sprintf("KV cache at %.0f%% on average", 100*use)
-			if peak > use {
-				msg += fmt.Sprintf(", %.0f%% at its fullest", 100*peak)
-			}
-			out = append(out, Reason{Signal: SignalKVCache, Value: use, Threshold: o.KVCacheFull, Message: msg})
+		msg := fmt.Sprintf("KV cache at %.0f%% on average", 100*use)
+		if peak > use {
+			msg += fmt.Sprintf(", %.0f%% at its fullest", 100*peak)
 		}
+		out = append(out, Reason{Signal: SignalKVCache, Value: use, Threshold: o.KVCacheFull, Message: msg})
 	}
 	// rising reports a figure that is there and above the lower load's.
 	rising := func(sig Signal, get func(*Server) *float64, least float64, format string) {

@@ -37,6 +37,9 @@ func (b *bench) satLevels() []saturation.Level {
 			in[i].Tasks = &saturation.Tasks{Total: t.Tasks, Good: t.Good}
 		}
 	}
+	for i, l := range ls {
+		in[i].PrefillStalls = l.PrefillStalls // the long gaps the level counted (servertime.go)
+	}
 	return in
 }
 

@@ -51,6 +51,15 @@ type Level struct {
 	// Server is what the model server's Prometheus endpoints reported
 	// during the level (absent: no endpoint, or nothing recognised).
 	Server *saturation.Server `json:"server,omitempty"`
+	// ServerTime is where TTFT goes, in the server's own words
+	// (servertime.go; absent: the server said nothing of it).
+	ServerTime *ServerTime `json:"server_time,omitempty"`
+	// Answers counts why the answers ended (absent: none said).
+	Answers *Answers `json:"answers,omitempty"`
+	// PrefillStalls counts the long gaps between tokens and those that
+	// overlapped another request's prefill (saturation.CountStalls;
+	// absent: no gap was kept).
+	PrefillStalls *saturation.Stalls `json:"prefill_stalls,omitempty"`
 	// Lengths compares the asked and the actual lengths.
 	Lengths *Lengths `json:"lengths,omitempty"`
 	// ClientTiming is the level's timing error budget (timing.go).
@@ -197,6 +206,7 @@ func writeTable(w io.Writer, r Results) {
 	fmt.Fprintln(w)
 	writeTasks(w, r)
 	writeTiming(w, r.ClientTiming)
+	writeServerTime(w, r)
 	writeFindings(w, r)
 }
 
@@ -307,11 +317,12 @@ func writeLevelFindings(w io.Writer, r Results) {
 			continue // its reasons are printed above
 		}
 		for _, reason := range rep.Reasons {
-			if reason.Signal == saturation.SignalQueueBeforeEngine {
+			if reason.Signal&(saturation.SignalQueueBeforeEngine|saturation.SignalComputeBound|saturation.SignalPrefillStall) != 0 {
 				fmt.Fprintf(w, "At %g %s: %s.\n", l.Load, u, reason.Message)
 			}
 		}
 	}
+	writeAnswers(w, r) // servertime.go
 }
 
 // sloUnit names what SLO attainment counts: "requests", or "tasks

@@ -11,7 +11,8 @@ import (
 // them, and returns an error saying what the server answered when it is
 // not a token stream: nothing listening, a TLS failure, an HTTP error with
 // the server's message, or an answer with no token. Nothing is measured or
-// written before it passes.
+// written before it passes. Once it passes, it asks how many requests the
+// server runs at once (readSlots).
 func (b *bench) preflight(ctx context.Context) error {
 	var rec llmmetrics.Record
 	s := b.send(ctx, b.preflightBody(), &rec, keepHead)
@@ -24,5 +25,6 @@ func (b *bench) preflight(ctx context.Context) error {
 		return fmt.Errorf("the answer of %s is not an OpenAI-compatible stream: no token arrived (status OK, Content-Type %q, it begins %q)",
 			b.url, s.contentType, excerpt(s.head))
 	}
+	b.readSlots(ctx)
 	return nil
 }

@@ -62,6 +62,7 @@ type bench struct {
 	watcher  *servermetrics.Watcher // nil: no -server-metrics and no fake server
 	warnMu   sync.Mutex             // guards warnings (the watcher's goroutine adds)
 	warnings []string
+	slots    int // the requests the engine runs at once, as it says (0: unknown; servertime.go)
 }
 
 // slotKey is the context key of a request's Record slot: the Tracker's
@@ -283,6 +284,7 @@ func (b *bench) measure(ctx context.Context, load float64) (*Level, error) {
 				l.Server = &srv
 			}
 			l.WaitingBeforeEngine = waitingBeforeEngine(l.ClientInFlight, l.Server)
+			b.notePhases(l)
 			b.flushWarnings()
 		}()
 	}
@@ -406,6 +408,7 @@ func (b *bench) finishLevel(l *Level, all []llmmetrics.Record, metas []reqMeta, 
 		// they spent in flight over the time the repeats took.
 		l.ClientInFlight = busy.Seconds() / total.Seconds()
 	}
+	b.noteServer(l, all)
 	b.levels = append(b.levels, l)
 }
 

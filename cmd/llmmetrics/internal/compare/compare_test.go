@@ -106,7 +106,7 @@ func TestMainGate(t *testing.T) {
 	t.Run("same distribution passes", func(t *testing.T) {
 		code, out, errs := runMain("-fail-on", "all", base, same)
 		assert.Equal(t, exitOK, code, errs)
-		assert.Contains(t, out, "PASS: no -fail-on metric regressed (29 checked)")
+		assert.Contains(t, out, "PASS: no -fail-on metric regressed (41 checked)")
 		assert.NotRegexp(t, `(?m)\bregression\s*$`, out)
 	})
 	t.Run("15% slower fails on ttft and throughput", func(t *testing.T) {
@@ -273,7 +273,7 @@ func TestParseFailOn(t *testing.T) {
 	all, err := ParseFailOn("all")
 	require.NoError(t, err)
 	assert.Equal(t, MetricNames(), all)
-	assert.Len(t, all, 5*4+4+5, "latencies × stats, rates and attainment, task latency × stats and task goodput")
+	assert.Len(t, all, (5+3)*4+4+5, "latencies and the server's times × stats, rates and attainment, task latency × stats and task goodput")
 	_, err = ParseFailOn("p95 ttft")
 	assert.Error(t, err)
 }

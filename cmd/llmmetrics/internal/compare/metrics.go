@@ -132,7 +132,7 @@ const attainmentName = "slo_attainment"
 // MetricNames returns every metric name compare knows, in table order.
 func MetricNames() []string {
 	var ns []string
-	for _, l := range latencies {
+	for _, l := range slices.Concat(latencies, serverLatencies) {
 		for _, s := range latencyStats {
 			ns = append(ns, statName(s)+" "+l.name)
 		}
@@ -196,7 +196,7 @@ func compareLatencies(b, n sample, s settings) []Result {
 			out = append(out, compareIID(l.name, values(b.recs, l.get), values(n.recs, l.get), latencyStats, s, rng)...)
 		}
 	}
-	return out
+	return append(out, compareServerTimes(b, n, s)...) // server.go
 }
 
 // compareIID compares statistics of two sorted samples of per-request

@@ -84,6 +84,8 @@ var repeatCounts = regexp.MustCompile(`over the repeats \(\d+ and \d+\)`)
 // metricFamily groups metrics for the method lines.
 func metricFamily(m string) string {
 	switch {
+	case isServerTime(m):
+		return "the server's times (wait, server_prefill, server_decode)"
 	case strings.HasSuffix(m, " itl"):
 		return "ITL"
 	case strings.HasSuffix(m, " "+taskLatencyName):

@@ -151,13 +151,22 @@ func countsTable(s llmmetrics.Summary, u Unknown) Table {
 	return t
 }
 
-// latencyTable is a run's latency distributions, in ms.
+// latencyTable is a run's latency distributions, in ms, then the server's
+// own times where its answers carried them (wait: TTFT − the server's
+// prefill; never a row for what no answer said).
 func latencyTable(s llmmetrics.Summary) Table {
 	t := Table{Caption: "Latency (ms)", Header: []string{"", "count", "mean", "p50", "p90", "p95", "p99", "max"}}
-	for _, row := range []struct {
+	type row = struct {
 		name string
 		d    llmmetrics.Distribution
-	}{{"TTFT", s.TTFT}, {"TTFO", s.TTFO}, {"TPOT", s.TPOT}, {"ITL", s.ITL}, {"E2EL", s.E2EL}} {
+	}
+	rows := []row{{"TTFT", s.TTFT}, {"TTFO", s.TTFO}, {"TPOT", s.TPOT}, {"ITL", s.ITL}, {"E2EL", s.E2EL}}
+	for _, r := range []row{{"wait", s.Wait}, {"srv prefill", s.ServerPrefill}, {"srv decode", s.ServerDecode}} {
+		if r.d.Count > 0 {
+			rows = append(rows, r)
+		}
+	}
+	for _, row := range rows {
 		d := row.d
 		cells := []string{row.name, fmt.Sprint(d.Count)}
 		if d.Count == 0 {

@@ -185,6 +185,8 @@ func writeLevel(w io.Writer, l shownLevel) {
 			phases = append(phases, httpPhases[k].name+": aiperf's "+httpPhases[k].tag)
 		}
 	}
+	server := serverRows(s) // servertime.go
+	rows = append(rows, server...)
 	for _, row := range rows {
 		cells := []string{row.name, fmt.Sprint(row.d.Count)}
 		if row.d.Count == 0 {
@@ -202,6 +204,9 @@ func writeLevel(w io.Writer, l shownLevel) {
 	tw.Flush()
 	if len(phases) > 0 {
 		fmt.Fprintf(w, "(%s: the request's transport phases, of completed requests)\n", strings.Join(phases, "; "))
+	}
+	if len(server) > 0 {
+		fmt.Fprintln(w, serverNote)
 	}
 	if len(lv.errorTypes) > 0 {
 		fmt.Fprintf(w, "failed and canceled by error_type: %s\n", errorTypeCounts(lv.errorTypes))

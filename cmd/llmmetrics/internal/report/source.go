@@ -255,6 +255,9 @@ func (fr *fileRun) emit(where func(format string, args ...any) error, rec llmmet
 	if why := outOfOrder(&rec); why != "" {
 		return where("record times out of order: %s", why)
 	}
+	if why := badServerTime(&rec); why != "" {
+		return where("%s", why)
+	}
 	lv, err := fr.level()
 	if err != nil {
 		return where("%v", err)

@@ -46,7 +46,11 @@
 //     divided by 100);
 //   - power: each GPU's mean, summed over GPUs;
 //   - output tokens per joule: the level's output tokens/s over that power
-//     (SetOutputRate).
+//     (SetOutputRate);
+//   - the request-phase histograms (vLLM's queue, prefill and decode
+//     times, SGLang's queue time): every bucket, count and sum read as a
+//     counter's increase, summed over engines, and a phase's mean and
+//     estimated p99 made of them (Phases; the rule is in phases.go).
 //
 // A figure no endpoint reported stays nil.
 package servermetrics
@@ -64,6 +68,11 @@ const (
 	figPrefixRate // a hit-rate gauge, when no counters are exported
 	figGPUUtil
 	figPower
+	// The request-phase histograms (phases.go): each bucket, the count and
+	// the sum are read as counters.
+	figQueueTime
+	figPrefillTime
+	figDecodeTime
 	numFigures
 )
 
@@ -71,7 +80,7 @@ const (
 var figureNames = [numFigures]string{
 	"requests_running", "requests_waiting", "kv_cache_usage", "preemptions",
 	"prefix_cache_queries", "prefix_cache_hits", "prefix_cache_hit_rate",
-	"gpu_utilization", "power_watts",
+	"gpu_utilization", "power_watts", "queue_time", "prefill_time", "decode_time",
 }
 
 // metricName is one exported name of a figure and the factor that turns its
@@ -147,9 +156,30 @@ var names = [numFigures][]metricName{
 	figPower: {
 		{"DCGM_FI_DEV_POWER_USAGE", 1},
 	},
+	// vLLM v1 (vllm/v1/metrics/loggers.py; vLLM v0 exported the same
+	// names, vllm/engine/metrics.py), observed when a request finishes:
+	// queue = scheduled − queued, prefill = first token − scheduled,
+	// decode = last token − first token (vllm/v1/metrics/stats.py). SGLang
+	// (python/sglang/srt/metrics/collector.py): sglang:queue_time_seconds,
+	// the time from entering the waiting queue to the first forward pass;
+	// it exports no per-request prefill or decode histogram.
+	figQueueTime: {
+		{"vllm:request_queue_time_seconds", 1}, {"sglang:queue_time_seconds", 1},
+	},
+	figPrefillTime: {
+		{"vllm:request_prefill_time_seconds", 1},
+	},
+	figDecodeTime: {
+		{"vllm:request_decode_time_seconds", 1},
+	},
 }
 
 // isCounter reports whether a figure is read as a counter's increase.
 func (f figure) isCounter() bool {
-	return f == figPreemptions || f == figPrefixQueries || f == figPrefixHits
+	return f == figPreemptions || f == figPrefixQueries || f == figPrefixHits || f.isHistogram()
+}
+
+// isHistogram reports whether a figure is a request-phase histogram.
+func (f figure) isHistogram() bool {
+	return f == figQueueTime || f == figPrefillTime || f == figDecodeTime
 }

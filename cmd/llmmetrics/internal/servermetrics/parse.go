@@ -38,6 +38,9 @@ func Parse(r io.Reader) (Scrape, error) {
 				continue
 			}
 			vals := map[string]float64{}
+			if f.isHistogram() {
+				histogramValues(vals, n.name, mf)
+			}
 			for _, m := range mf.GetMetric() {
 				v, ok := value(mf.GetType(), m)
 				if !ok || !reading(f, v) {

@@ -42,6 +42,7 @@ type Watcher struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	agg    *Aggregator
+	phases Phases // the last level's (End)
 }
 
 // NewWatcher returns a Watcher of the endpoints urls (full URLs, e.g.
@@ -101,18 +102,25 @@ func (w *Watcher) End() saturation.Server {
 		cancel()
 	}
 	for _, f := range w.agg.missing() {
-		switch f {
-		case figPrefixQueries, figPrefixHits, figPrefixRate:
+		switch {
+		case f == figPrefixQueries, f == figPrefixHits, f == figPrefixRate:
 			continue // told once below, as the hit rate
+		case f.isHistogram():
+			continue // most servers have none: absent, not a problem
 		}
 		w.once("figure "+figureNames[f], fmt.Sprintf("server metrics: no endpoint reports %s", figureNames[f]))
 	}
 	s := w.agg.Server()
+	w.phases = w.agg.Phases()
 	if s.PrefixCacheHitRate == nil {
 		w.once("figure prefix", "server metrics: no endpoint reports the prefix-cache hit rate")
 	}
 	return s
 }
+
+// Phases returns the request phases of the level End last ended (zero
+// before any).
+func (w *Watcher) Phases() Phases { return w.phases }
 
 // once calls warn with msg the first time key is seen.
 func (w *Watcher) once(key, msg string) {
