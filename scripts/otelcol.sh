@@ -22,7 +22,7 @@ hash=$(sha256sum "$manifest" | cut -c1-12)
 cache="${LLMMETRICS_CACHE:-$HOME/.cache/llmmetrics}/otelcol-$version-$hash"
 bin="$cache/otelcol-llmmetrics/otelcol-llmmetrics"
 
-if [ -x "$bin" ] && "$bin" --version >/dev/null 2>&1; then
+if [ -x "$bin" ] && "$bin" --help >/dev/null 2>&1; then
   echo "otelcol $version ($hash): reusing $bin" >&2
   echo "$bin"
   exit 0

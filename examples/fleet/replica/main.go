@@ -73,7 +73,8 @@ func run() error {
 	sloText := flag.String("slo", "", "the SLO both Trackers count llmmetrics.slo_met against (ParseSLO's form)")
 	seed := flag.Uint64("seed", 1, "seed of the fake server")
 	concurrency := flag.Int("concurrency", 4, "requests in flight at once")
-	maxTokens := flag.Int("max-tokens", 0, "max_tokens of each request (0: the fake server's lengths)")
+	maxTokens := flag.Int("max-tokens", 0, "max_tokens of each request (0: the fake server's lengths, 16 to 24 tokens)")
+	prefill := flag.Duration("prefill", 60*time.Millisecond, "the fake server's fixed cost of a prefill step (its PrefillBase)")
 	flag.Parse()
 	if *records == "" {
 		return errors.New("-records is required")
@@ -112,7 +113,7 @@ func run() error {
 		return err
 	}
 
-	fake := llmmetricstest.NewServer(llmmetricstest.ServerConfig{Seed: *seed, OutputMin: 16, OutputMax: 24})
+	fake := llmmetricstest.NewServer(llmmetricstest.ServerConfig{Seed: *seed, PrefillBase: *prefill, OutputMin: 16, OutputMax: 24})
 	gw, err := startGateway(fake.URL, serverTracker)
 	if err != nil {
 		fake.Close()
