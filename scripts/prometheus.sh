@@ -11,14 +11,17 @@
 # Prometheus's Go module versions are v0.3XX.Y for release 3.XX.Y
 # (v0.316.0 is Prometheus 3.16.0). A `go install` build has no version
 # stamped in (`--version` says so) and no web UI assets (the UI answers
-# 404; the HTTP API is complete).
+# 404; the HTTP API is complete). It is built with the tag remove_all_sd,
+# which leaves out every service discovery plugin (Kubernetes, the clouds,
+# Consul, …): the test sends OTLP and scrapes nothing, and the plugins are
+# most of the build's time.
 #
 # Usage: scripts/prometheus.sh      (version: $PROMETHEUS_VERSION or v0.316.0)
-# Cache: $LLMMETRICS_CACHE (default $HOME/.cache/llmmetrics)/prometheus-VERSION/prometheus
+# Cache: $LLMMETRICS_CACHE (default $HOME/.cache/llmmetrics)/prometheus-VERSION-nosd/prometheus
 set -euo pipefail
 
 version="${PROMETHEUS_VERSION:-v0.316.0}"
-cache="${LLMMETRICS_CACHE:-$HOME/.cache/llmmetrics}/prometheus-$version"
+cache="${LLMMETRICS_CACHE:-$HOME/.cache/llmmetrics}/prometheus-$version-nosd"
 bin="$cache/prometheus"
 
 if [ -x "$bin" ] && "$bin" --help >/dev/null 2>&1; then
@@ -30,7 +33,7 @@ fi
 mkdir -p "$cache"
 echo "prometheus $version: building from the Go module proxy (about 4 minutes on 2 idle cores)" >&2
 start=$SECONDS
-GOBIN="$cache" CGO_ENABLED=0 go install "github.com/prometheus/prometheus/cmd/prometheus@$version" >&2
+GOBIN="$cache" CGO_ENABLED=0 go install -tags remove_all_sd "github.com/prometheus/prometheus/cmd/prometheus@$version" >&2
 echo "prometheus $version: built in $((SECONDS - start)) s" >&2
 
 echo "$bin"

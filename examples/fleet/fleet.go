@@ -15,10 +15,14 @@ type Line struct {
 	Role string `json:"role"`
 	// TraceID and SpanID are those of the span in the context the Record
 	// ended with, in hex ("" when it held none); Sampled says whether that
-	// span was sampled (exported).
+	// span was sampled (exported). For a client Record that is the
+	// request's span (RequestSpan), or a span the Tracker made inside it.
 	TraceID string `json:"trace_id,omitempty"`
 	SpanID  string `json:"span_id,omitempty"`
 	Sampled bool   `json:"sampled,omitempty"`
+	// RequestSpanID is the id of the client's request span (RequestSpan)
+	// the Record was measured in; "" for a server Record.
+	RequestSpanID string `json:"request_span_id,omitempty"`
 	// Record is the Record, without its ITL gaps.
 	Record llmmetrics.Record `json:"record"`
 }

@@ -388,7 +388,9 @@ func checkRestart(t *testing.T, prom promClient, job string, at time.Time, tempo
 	assert.Equal(t, want, got, "counter resets of the restarted replica (%s)", temporality)
 }
 
-// checkTraces finds every client request's span in Jaeger by its trace id.
+// checkTraces finds every client request's span in Jaeger by its trace
+// id: the request span the replica started, and the span the Record ended
+// in (the same one while the Tracker makes no span of its own).
 func checkTraces(t *testing.T, jaeger jaegerClient, service string, lines []fleet.Line) {
 	t.Helper()
 	n := 0
@@ -396,23 +398,28 @@ func checkTraces(t *testing.T, jaeger jaegerClient, service string, lines []flee
 		if l.Role != "client" {
 			continue
 		}
-		require.NotEmpty(t, l.TraceID, "a client Record ends in its request's span")
+		require.NotEmpty(t, l.RequestSpanID, "a client Record is measured in its request's span")
+		require.NotEmpty(t, l.TraceID, "a client Record ends in a span")
 		require.True(t, l.Sampled)
 		n++
 		spans, ok := jaeger.trace(t, l.TraceID)
 		if !assert.True(t, ok, "trace %s not in Jaeger", l.TraceID) {
 			continue
 		}
-		i := slices.IndexFunc(spans, func(s span) bool { return s.SpanID == l.SpanID })
-		if !assert.GreaterOrEqual(t, i, 0, "span %s of trace %s: %+v", l.SpanID, l.TraceID, spans) {
+		i := slices.IndexFunc(spans, func(s span) bool { return s.SpanID == l.RequestSpanID })
+		if !assert.GreaterOrEqual(t, i, 0, "request span %s of trace %s: %+v", l.RequestSpanID, l.TraceID, spans) {
 			continue
 		}
-		s := spans[i]
-		assert.Equal(t, fleet.RequestSpan, s.Name)
-		assert.Equal(t, service, s.Resource["service.name"])
-		assert.Contains(t, []string{"replica-1", "replica-2", "replica-3"}, s.Resource["service.instance.id"])
-		assert.False(t, s.Start.After(l.Record.Start), "the request span starts before the Record")
-		assert.False(t, s.End.Before(l.Record.End), "the request span ends after the Record")
+		req := spans[i]
+		assert.Equal(t, fleet.RequestSpan, req.Name)
+		assert.Equal(t, service, req.Resource["service.name"])
+		assert.Contains(t, []string{"replica-1", "replica-2", "replica-3"}, req.Resource["service.instance.id"])
+		// The request span holds the Record (the replica stamps both ends
+		// of it with the wall clock, as the Record's times are).
+		assert.False(t, req.Start.After(l.Record.Start), "the request span starts before the Record: %v, %v", req.Start, l.Record.Start)
+		assert.False(t, req.End.Before(l.Record.End), "the request span ends after the Record: %v, %v", req.End, l.Record.End)
+		assert.True(t, slices.ContainsFunc(spans, func(s span) bool { return s.SpanID == l.SpanID }),
+			"the span the Record ended in, %s, is in trace %s", l.SpanID, l.TraceID)
 	}
 	assert.Equal(t, 401, n)
 }

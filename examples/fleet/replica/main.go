@@ -24,9 +24,9 @@
 //	                 answers "sent OK FAILED"
 //
 // At the end of its input (or on SIGTERM) it stops, flushes its metrics and
-// spans, writes every Record it measured to -records (JSON lines: role,
-// trace and span id of the context the Record ended with, the Record) and
-// exits 0. Anything else it prints goes to standard error.
+// spans, writes every Record it measured to -records (JSON lines of
+// fleet.Line) and exits: 0, or 1 when a request did not end as asked or
+// the last export failed. Anything else it prints goes to standard error.
 package main
 
 import (
@@ -98,6 +98,9 @@ func run() error {
 			l.Record.ITL = nil // not needed, and long
 			if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 				l.TraceID, l.SpanID, l.Sampled = sc.TraceID().String(), sc.SpanID().String(), sc.IsSampled()
+			}
+			if sc, ok := ctx.Value(requestSpanKey{}).(trace.SpanContext); ok {
+				l.RequestSpanID = sc.SpanID().String()
 			}
 			mu.Lock()
 			lines = append(lines, l)
@@ -258,8 +261,15 @@ func (c *client) send(ctx context.Context, ok, failed int) error {
 // own, as an application would: the client Record ends with that span in
 // its context.
 func (c *client) one(ctx context.Context, model string) error {
-	ctx, span := c.tracer.Start(ctx, fleet.RequestSpan, trace.WithSpanKind(trace.SpanKindInternal))
-	defer span.End()
+	// Explicit times, from the wall clock as the Record's are: the SDK
+	// would end the span at its start plus the monotonic time elapsed,
+	// which is not comparable with the Record's times to the microsecond
+	// (the wall clock can be adjusted in between).
+	ctx, span := c.tracer.Start(ctx, fleet.RequestSpan, trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(time.Now()))
+	defer func() { span.End(trace.WithTimestamp(time.Now())) }()
+	// The client Tracker's WithOnEnd finds the request span here, whatever
+	// spans are made inside it.
+	ctx = context.WithValue(ctx, requestSpanKey{}, span.SpanContext())
 	msg := map[string]any{
 		"model":          model,
 		"messages":       []map[string]string{{"role": "user", "content": "Say something about fleets of replicas."}},
@@ -293,6 +303,9 @@ func (c *client) one(ctx context.Context, model string) error {
 	}
 	return err
 }
+
+// requestSpanKey is the context key of a client request's span context.
+type requestSpanKey struct{}
 
 // gateway is a reverse proxy to the fake server, measured by NewHandler.
 type gateway struct {
