@@ -75,7 +75,10 @@ var maxTokens = [3]int{8, 24, 24}
 //     keeps adding its deltas to one sum);
 //   - every client request's span, which the replica starts around the
 //     request, is in Jaeger under its trace id, with its replica's
-//     service.name and service.instance.id.
+//     service.name and service.instance.id;
+//   - the exemplars Prometheus holds for the client TTFT histogram each
+//     name a request's trace and span and hold that request's TTFT, and
+//     Jaeger returns the trace with that span.
 //
 // It also shows what happens without the conversion: a replica that sends
 // delta temporality straight to Prometheus has every export refused, its
@@ -85,6 +88,7 @@ var maxTokens = [3]int{8, 24, 24}
 // LLMMETRICS_JAEGER) and skips, saying so, without them.
 func TestFleet(t *testing.T) {
 	bins := lookBinaries(t)
+	start := time.Now()
 	replicaBin := build(t, "github.com/llmmetrics/llmmetrics/examples/fleet/replica", t.TempDir())
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 	t.Cleanup(hc.CloseIdleConnections)
@@ -114,6 +118,7 @@ func TestFleet(t *testing.T) {
 			checkGoodput(t, prom.promClient, job, at, run.lines)
 			checkRestart(t, prom.promClient, job, at, run.temporality)
 			checkTraces(t, jaeger.client, "fleet-"+run.name, run.lines)
+			checkExemplars(t, prom.promClient, jaeger.client, job, start, at, run.lines)
 		})
 	}
 	t.Run("delta without conversion", func(t *testing.T) {
@@ -422,6 +427,37 @@ func checkTraces(t *testing.T, jaeger jaegerClient, service string, lines []flee
 			"the span the Record ended in, %s, is in trace %s", l.SpanID, l.TraceID)
 	}
 	assert.Equal(t, 401, n)
+}
+
+// checkExemplars reads the exemplars Prometheus holds for the client TTFT
+// histogram: each names the trace id and span id of the span a client
+// request was measured in (the request span the replica started) and
+// holds that request's TTFT, and Jaeger returns that trace with that span.
+func checkExemplars(t *testing.T, prom promClient, jaeger jaegerClient, job string, from, to time.Time, lines []fleet.Line) {
+	t.Helper()
+	bySpan := map[string]fleet.Line{}
+	for _, l := range lines {
+		if l.Role == "client" {
+			bySpan[l.SpanID] = l
+		}
+	}
+	ex := prom.exemplars(t, "gen_ai_client_operation_time_to_first_chunk_seconds{"+job+"}", from, to)
+	require.NotEmpty(t, ex, "the SDK attaches exemplars to measurements made in a sampled span's context")
+	for _, e := range ex {
+		l, ok := bySpan[e.Labels["span_id"]]
+		if !assert.True(t, ok, "exemplar %+v names no client request's span", e) {
+			continue
+		}
+		assert.Equal(t, l.TraceID, e.Labels["trace_id"])
+		ttft, ok := l.Record.TTFT()
+		require.True(t, ok)
+		assert.Equal(t, ttft.Seconds(), e.Value, "exemplar of span %s", l.SpanID)
+		spans, ok := jaeger.trace(t, e.Labels["trace_id"])
+		if assert.True(t, ok, "the exemplar's trace %s is in Jaeger", e.Labels["trace_id"]) {
+			assert.True(t, slices.ContainsFunc(spans, func(s span) bool { return s.SpanID == e.Labels["span_id"] }))
+		}
+	}
+	t.Logf("%d exemplars on the client TTFT histogram, each a request's TTFT and span", len(ex))
 }
 
 // Patterns of the logs the test reads addresses from.

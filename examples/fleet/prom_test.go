@@ -134,3 +134,45 @@ func (h nativeHistogram) growth(t *testing.T) float64 {
 func (h nativeHistogram) String() string {
 	return fmt.Sprintf("count %s sum %s, %d buckets", h.Count, h.Sum, len(h.Buckets))
 }
+
+// exemplar is one exemplar of a series, as /api/v1/query_exemplars gives
+// it.
+type exemplar struct {
+	Series map[string]string
+	Labels map[string]string
+	Value  float64
+}
+
+// exemplars returns the exemplars of the series expr selects, stored
+// between from and to.
+func (c promClient) exemplars(t *testing.T, expr string, from, to time.Time) []exemplar {
+	t.Helper()
+	form := url.Values{"query": {expr},
+		"start": {strconv.FormatFloat(float64(from.UnixMilli())/1000, 'f', 3, 64)},
+		"end":   {strconv.FormatFloat(float64(to.UnixMilli())/1000, 'f', 3, 64)}}
+	resp, err := c.hc.PostForm(c.url+"/api/v1/query_exemplars", form)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var body struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   []struct {
+			SeriesLabels map[string]string `json:"seriesLabels"`
+			Exemplars    []struct {
+				Labels map[string]string `json:"labels"`
+				Value  string            `json:"value"`
+			} `json:"exemplars"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	require.Equal(t, "success", body.Status, "%s: %s", expr, body.Error)
+	var out []exemplar
+	for _, s := range body.Data {
+		for _, e := range s.Exemplars {
+			v, err := strconv.ParseFloat(e.Value, 64)
+			require.NoError(t, err)
+			out = append(out, exemplar{Series: s.SeriesLabels, Labels: e.Labels, Value: v})
+		}
+	}
+	return out
+}
