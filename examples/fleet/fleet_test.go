@@ -29,18 +29,14 @@ const (
 	envJaeger     = "LLMMETRICS_JAEGER"
 )
 
-// sloText is the SLO the replicas count llmmetrics.slo_met against.
-// Replica 1 asks for 8 tokens a request, replicas 2 and 3 for 24; with the
-// fake server's 60 ms prefill and 10 ms decode steps, replica 1's answers
-// take about 140 ms and the others' about 310 ms, so the limit splits them
-// with some 80 ms to spare either way, and the 404s never meet it (only OK
-// requests can be good). The test does not rely on the split: it compares
-// the counters with SLO.Met over the same Records, whatever it is.
-const sloText = "e2el=220ms"
-
-// maxTokens is the max_tokens of each replica's requests (the restarted
-// replica 2 keeps replica 2's).
-var maxTokens = [3]int{8, 24, 24}
+// sloText is the SLO the replicas count llmmetrics.slo_met against: about
+// half the successful requests meet it (their E2EL is the fake server's
+// 300 ms prefill, 16 short decode steps and the prefills of the requests
+// that arrive meanwhile), and the 404s never do (only OK requests can be
+// good). Which requests meet it depends on the machine's speed; the test
+// compares the counters with SLO.Met over the same Records, whatever the
+// split.
+const sloText = "e2el=650ms"
 
 // TestFleet runs the production path of docs/production.md with the real
 // components: three replica processes (package replica: a gateway measured
@@ -158,16 +154,16 @@ type fleetRun struct {
 	lines       []fleet.Line
 }
 
-// The requests each replica sends, in two rounds: 301 successful and 100
-// refused in all. Every histogram then holds 100k+1 values (TTFT: the 301
-// successful requests; E2EL: all 401), for which the rank
+// The requests each replica sends, in two rounds: 201 successful and 100
+// refused in all. Every histogram then holds 100k+1 values (TTFT: the 201
+// successful requests; E2EL: those, and all 301), for which the rank
 // histogram_quantile looks for and the index of numpy's linear
 // interpolation fall on the same value (p99: the (99k+1)-th smallest, p50:
 // the (50k+1)-th), so the estimate and the exact percentile lie in one
 // bucket.
 var rounds = [2][3]struct{ ok, failed int }{
-	{{50, 20}, {50, 10}, {50, 20}}, // replicas 1, 2, 3
-	{{50, 20}, {51, 10}, {50, 20}}, // replica 2 restarted
+	{{35, 17}, {35, 16}, {35, 17}}, // replicas 1, 2, 3
+	{{35, 17}, {31, 16}, {30, 17}}, // replica 2 restarted
 }
 
 // runFleet runs three replicas through the two rounds, restarting replica
@@ -191,7 +187,7 @@ func runFleet(t *testing.T, bin string, run fleetRun) []fleet.Line {
 		records := filepath.Join(dir, name+".jsonl")
 		files = append(files, records)
 		return startReplica(t, run.name+"-"+name, bin, records,
-			[]string{"-slo", sloText, "-seed", fmt.Sprint(seed), "-max-tokens", fmt.Sprint(maxTokens[i])},
+			[]string{"-slo", sloText, "-seed", fmt.Sprint(seed)},
 			append(slices.Clip(env), fmt.Sprintf("OTEL_RESOURCE_ATTRIBUTES=service.instance.id=replica-%d", i+1)))
 	}
 	r := []*replica{startOne("replica-1", 0, 1), startOne("replica-2", 1, 2), startOne("replica-3", 2, 3)}
@@ -282,8 +278,8 @@ func checkCounters(t *testing.T, prom promClient, job string, at time.Time, line
 		wantTokens[l.Role+"|input"] += float64(r.InputTokens)
 		wantTokens[l.Role+"|output"] += float64(r.OutputTokens)
 	}
-	require.Equal(t, 802.0, sum(wantRequests), "401 requests, each measured by the client and the server")
-	require.Equal(t, 301.0, wantRequests["client|ok|"])
+	require.Equal(t, 602.0, sum(wantRequests), "301 requests, each measured by the client and the server")
+	require.Equal(t, 201.0, wantRequests["client|ok|"])
 	require.Equal(t, 100.0, wantRequests["client|error|404"])
 
 	gotRequests := prom.byLabels(t, "sum by (llmmetrics_role, llmmetrics_outcome, error_type) ("+increase("llmmetrics_requests_total", job)+")",
@@ -343,7 +339,8 @@ func checkPercentiles(t *testing.T, prom promClient, job string, at time.Time, l
 		bound := growth - 1
 		scale := -math.Log2(math.Log2(growth))
 		if h.within2 {
-			require.LessOrEqual(t, bound, 0.02, "%s: merged scale %.0f gives buckets %.2f%% wide, over the 2%% this test promises", name, scale, 100*bound)
+			require.LessOrEqual(t, bound, 0.02, "%s: merged scale %.0f gives buckets %.2f%% wide, over the 2%% this test promises (values from %v to %v s)",
+				name, scale, 100*bound, slices.Min(values), slices.Max(values))
 		}
 		for _, p := range []float64{50, 99} {
 			exact, err := llmmetrics.Percentile(values, p)
@@ -381,15 +378,15 @@ func checkGoodput(t *testing.T, prom promClient, job string, at time.Time, lines
 }
 
 // checkRestart counts the resets of the restarted replica's counter of
-// successful client requests: one with cumulative temporality, none with
-// delta.
+// refused client requests (one series: the 404s never meet the SLO): one
+// with cumulative temporality, none with delta.
 func checkRestart(t *testing.T, prom promClient, job string, at time.Time, temporality string) {
 	t.Helper()
 	want := 1.0
 	if temporality == "delta" {
 		want = 0
 	}
-	got := prom.scalar(t, fmt.Sprintf(`resets(llmmetrics_requests_total{%s,instance="replica-2",llmmetrics_role="client",llmmetrics_outcome="ok"}[1h])`, job), at)
+	got := prom.scalar(t, fmt.Sprintf(`resets(llmmetrics_requests_total{%s,instance="replica-2",llmmetrics_role="client",error_type="404"}[1h])`, job), at)
 	assert.Equal(t, want, got, "counter resets of the restarted replica (%s)", temporality)
 }
 
@@ -426,7 +423,7 @@ func checkTraces(t *testing.T, jaeger jaegerClient, service string, lines []flee
 		assert.True(t, slices.ContainsFunc(spans, func(s span) bool { return s.SpanID == l.SpanID }),
 			"the span the Record ended in, %s, is in trace %s", l.SpanID, l.TraceID)
 	}
-	assert.Equal(t, 401, n)
+	assert.Equal(t, 301, n)
 }
 
 // checkExemplars reads the exemplars Prometheus holds for the client TTFT

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,21 +39,30 @@ type proc struct {
 
 // start runs bin with args and env (added to the test's environment).
 // stdin, when not nil, is the process's standard input; stdout, when not
-// nil, receives its standard output (its standard error still goes to the
-// log).
-func start(t *testing.T, name, bin string, args, env []string, stdin io.Reader, stdout io.Writer) *proc {
+// nil, its standard output (its standard error still goes to the log).
+// Both are the child's ends of pipes, which start closes in this process
+// once the child has them, so that the other ends see the child's exit.
+func start(t *testing.T, name, bin string, args, env []string, stdin, stdout *os.File) *proc {
 	t.Helper()
 	p := &proc{name: name, logPath: filepath.Join(t.TempDir(), name+".log"), done: make(chan struct{})}
 	logFile, err := os.Create(p.logPath)
 	require.NoError(t, err)
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdin = stdin
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if stdin != nil {
+		p.cmd.Stdin = stdin
+	}
 	if stdout != nil {
 		p.cmd.Stdout = stdout
 	}
-	require.NoError(t, p.cmd.Start(), "start %s", name)
+	err = p.cmd.Start()
+	for _, f := range []*os.File{stdin, stdout} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+	require.NoError(t, err, "start %s", name)
 	go func() {
 		p.err = p.cmd.Wait()
 		_ = logFile.Close()
@@ -148,7 +156,7 @@ func tail(s string, n int) string {
 // its standard input and output.
 type replica struct {
 	*proc
-	in      io.WriteCloser
+	in      *os.File
 	out     *bufio.Scanner
 	records string // its -records file, written when it stops
 }
@@ -157,17 +165,14 @@ type replica struct {
 // OpenTelemetry environment env.
 func startReplica(t *testing.T, name, bin, records string, flags, env []string) *replica {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	p := start(t, name, bin, append([]string{"-records", records}, flags...), env, inR, outW)
-	go func() {
-		// The pipes' ends close with the process, so that reads of its
-		// output end instead of blocking.
-		<-p.done
-		_ = inR.Close()
-		_ = outW.Close()
-	}()
+	inR, inW, err := os.Pipe()
+	require.NoError(t, err)
+	outR, outW, err := os.Pipe()
+	require.NoError(t, err)
+	// Registered before start's cleanup, so it runs after it: the pipes
+	// stay open until the replica has been stopped.
 	t.Cleanup(func() { _ = inW.Close(); _ = outR.Close() })
+	p := start(t, name, bin, append([]string{"-records", records}, flags...), env, inR, outW)
 	return &replica{proc: p, in: inW, out: bufio.NewScanner(outR), records: records}
 }
 
@@ -195,7 +200,8 @@ func (r *replica) expectSent(t *testing.T, ok, failed int) {
 		require.True(t, ok, "%s ended its output (%v) before %q", r.name, r.err, want)
 		require.Equal(t, want, line, "%s", r.name)
 	case <-time.After(sendTimeout):
-		// The goroutine ends when the test's cleanup closes the pipe.
+		// The goroutine ends when the replica is stopped (its output
+		// ends) or the test's cleanup closes the pipe.
 		t.Fatalf("%s did not answer %q within %v", r.name, want, sendTimeout)
 	}
 }

@@ -21,15 +21,15 @@ type promClient struct {
 // sample is one element of an instant vector: a float or a native
 // histogram.
 type sample struct {
-	Metric    map[string]string `json:"metric"`
-	Value     *[2]any           `json:"value"`
+	Metric    map[string]string   `json:"metric"`
+	Value     *[2]any             `json:"value"`
 	Histogram *[2]json.RawMessage `json:"histogram"`
 }
 
 // nativeHistogram is a native histogram as the API gives it.
 type nativeHistogram struct {
-	Count   string              `json:"count"`
-	Sum     string              `json:"sum"`
+	Count   string               `json:"count"`
+	Sum     string               `json:"sum"`
 	Buckets [][4]json.RawMessage `json:"buckets"` // [boundary rule, lower, upper, count]
 }
 

@@ -72,9 +72,7 @@ func run() error {
 	records := flag.String("records", "", "file to write the Records to (JSON lines)")
 	sloText := flag.String("slo", "", "the SLO both Trackers count llmmetrics.slo_met against (ParseSLO's form)")
 	seed := flag.Uint64("seed", 1, "seed of the fake server")
-	concurrency := flag.Int("concurrency", 4, "requests in flight at once")
-	maxTokens := flag.Int("max-tokens", 0, "max_tokens of each request (0: the fake server's lengths, 16 to 24 tokens)")
-	prefill := flag.Duration("prefill", 60*time.Millisecond, "the fake server's fixed cost of a prefill step (its PrefillBase)")
+	concurrency := flag.Int("concurrency", 2, "requests in flight at once")
 	flag.Parse()
 	if *records == "" {
 		return errors.New("-records is required")
@@ -116,7 +114,15 @@ func run() error {
 		return err
 	}
 
-	fake := llmmetricstest.NewServer(llmmetricstest.ServerConfig{Seed: *seed, PrefillBase: *prefill, OutputMin: 16, OutputMax: 24})
+	// A fake server whose latencies vary little relative to their size, so
+	// that a base-2 exponential histogram of 160 buckets holds them at
+	// scale 6 or finer (at most 5.66× between the smallest and the largest
+	// value), even through a busy machine's stalls of a second: TTFT is a
+	// 300 ms prefill plus the wait for the step in progress (at most
+	// another prefill, at 2 requests in flight); E2EL adds 16 decode steps
+	// of 2 ms and the prefills of the requests that arrive meanwhile.
+	fake := llmmetricstest.NewServer(llmmetricstest.ServerConfig{Seed: *seed,
+		PrefillBase: 300 * time.Millisecond, BaseTPOT: 2 * time.Millisecond, OutputMin: 16, OutputMax: 16})
 	gw, err := startGateway(fake.URL, serverTracker)
 	if err != nil {
 		fake.Close()
@@ -127,8 +133,7 @@ func run() error {
 		hc:        &http.Client{Transport: llmmetrics.NewTransport(clientTracker, base, llmmetrics.WithModels(llmmetricstest.DefaultModel))},
 		url:       "http://" + gw.addr + "/v1/chat/completions",
 		tracer:    otel.Tracer("github.com/llmmetrics/llmmetrics/examples/fleet/replica"),
-		inFlight:  *concurrency,
-		maxTokens: *maxTokens,
+		inFlight: *concurrency,
 	}
 
 	cmdErr := serve(ctx, c, os.Stdin, os.Stdout)
@@ -206,11 +211,10 @@ func serve(ctx context.Context, c *client, in io.Reader, out io.Writer) error {
 }
 
 type client struct {
-	hc        *http.Client
-	url       string
-	tracer    trace.Tracer
-	inFlight  int
-	maxTokens int
+	hc       *http.Client
+	url      string
+	tracer   trace.Tracer
+	inFlight int
 }
 
 // send sends ok requests for the served model and failed for fleet.Missing,
@@ -275,9 +279,6 @@ func (c *client) one(ctx context.Context, model string) error {
 		"messages":       []map[string]string{{"role": "user", "content": "Say something about fleets of replicas."}},
 		"stream":         true,
 		"stream_options": map[string]bool{"include_usage": true},
-	}
-	if c.maxTokens > 0 {
-		msg["max_tokens"] = c.maxTokens
 	}
 	body, err := json.Marshal(msg)
 	if err != nil {
