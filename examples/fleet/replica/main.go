@@ -130,9 +130,9 @@ func run() error {
 	}
 	base := &http.Transport{MaxConnsPerHost: *concurrency}
 	c := &client{
-		hc:        &http.Client{Transport: llmmetrics.NewTransport(clientTracker, base, llmmetrics.WithModels(llmmetricstest.DefaultModel))},
-		url:       "http://" + gw.addr + "/v1/chat/completions",
-		tracer:    otel.Tracer("github.com/llmmetrics/llmmetrics/examples/fleet/replica"),
+		hc:       &http.Client{Transport: llmmetrics.NewTransport(clientTracker, base, llmmetrics.WithModels(llmmetricstest.DefaultModel))},
+		url:      "http://" + gw.addr + "/v1/chat/completions",
+		tracer:   otel.Tracer("github.com/llmmetrics/llmmetrics/examples/fleet/replica"),
 		inFlight: *concurrency,
 	}
 
