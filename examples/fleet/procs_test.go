@@ -197,7 +197,16 @@ func (r *replica) expectSent(t *testing.T, ok, failed int) {
 	}()
 	select {
 	case line, ok := <-got:
-		require.True(t, ok, "%s ended its output (%v) before %q", r.name, r.err, want)
+		if !ok {
+			// The output ends when the replica exits; err is set once
+			// done is closed.
+			select {
+			case <-r.done:
+				t.Fatalf("%s exited (%v) before answering %q", r.name, r.err, want)
+			case <-time.After(stopTimeout):
+				t.Fatalf("%s closed its output before answering %q", r.name, want)
+			}
+		}
 		require.Equal(t, want, line, "%s", r.name)
 	case <-time.After(sendTimeout):
 		// The goroutine ends when the replica is stopped (its output
