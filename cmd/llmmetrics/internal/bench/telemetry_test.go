@@ -104,7 +104,7 @@ func hasAll(kvs []*commonpb.KeyValue, match []attribute.KeyValue) bool {
 	for _, want := range match {
 		found := false
 		for _, kv := range kvs {
-			if kv.Key == string(want.Key) && kv.Value.GetStringValue() == want.Value.Emit() {
+			if kv.Key == string(want.Key) && kv.Value.GetStringValue() == want.Value.AsString() {
 				found = true
 			}
 		}
