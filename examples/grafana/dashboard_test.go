@@ -24,11 +24,13 @@ import (
 	"github.com/llmmetrics/llmmetrics/otelsdk"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/otlptranslator"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.yaml.in/yaml/v3"
 )
 
 // TestDashboardIsGenerated: llmmetrics.json is what the generator writes
@@ -492,3 +494,79 @@ var (
 	itlBuckets        = []float64{0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5}
 	durationBuckets   = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
 )
+
+// TestExemplars: every latency panel asks for exemplars on its two p99
+// queries (classic and native: only one has series, so each exemplar
+// shows once) and on no other, and the provisioned Prometheus data source
+// links the exemplars' trace id label, the one Prometheus stores OTLP and
+// scraped exemplars under, to a Jaeger data source of the same file.
+func TestExemplars(t *testing.T) {
+	b, err := os.ReadFile("llmmetrics.json")
+	require.NoError(t, err)
+	var d struct {
+		Panels []struct {
+			PanelTitle string `json:"title"`
+			Targets    []struct {
+				Expr     string
+				Exemplar bool
+			}
+		}
+	}
+	require.NoError(t, json.Unmarshal(b, &d))
+	latencyPanels := 0
+	for _, p := range d.Panels {
+		var with []string
+		for _, q := range p.Targets {
+			if q.Exemplar {
+				with = append(with, q.Expr)
+			}
+		}
+		latency := slices.ContainsFunc([]string{"TTFT:", "TTFO:", "TPOT:", "ITL:", "E2EL:"}, func(prefix string) bool {
+			return strings.HasPrefix(p.PanelTitle, prefix)
+		})
+		if !latency {
+			assert.Empty(t, with, "panel %q", p.PanelTitle)
+			continue
+		}
+		latencyPanels++
+		require.Len(t, with, 2, "panel %q", p.PanelTitle)
+		for _, e := range with {
+			assert.True(t, strings.HasPrefix(e, "histogram_quantile(0.99, "), "panel %q: %s", p.PanelTitle, e)
+		}
+	}
+	assert.Equal(t, 10, latencyPanels, "TTFT, TTFO, TPOT, ITL and E2EL of both roles")
+
+	b, err = os.ReadFile("provisioning/datasources.yaml")
+	require.NoError(t, err)
+	var prov struct {
+		APIVersion  int `yaml:"apiVersion"`
+		Datasources []struct {
+			UID      string `yaml:"uid"`
+			Type     string `yaml:"type"`
+			JSONData struct {
+				Destinations []struct {
+					Name          string `yaml:"name"`
+					DatasourceUID string `yaml:"datasourceUid"`
+				} `yaml:"exemplarTraceIdDestinations"`
+			} `yaml:"jsonData"`
+		} `yaml:"datasources"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &prov))
+	assert.Equal(t, 1, prov.APIVersion)
+	types := map[string]string{}
+	for _, ds := range prov.Datasources {
+		types[ds.UID] = ds.Type
+	}
+	links := 0
+	for _, ds := range prov.Datasources {
+		if ds.Type != "prometheus" {
+			continue
+		}
+		for _, dest := range ds.JSONData.Destinations {
+			links++
+			assert.Equal(t, otlptranslator.ExemplarTraceIDKey, dest.Name)
+			assert.Equal(t, "jaeger", types[dest.DatasourceUID], "destination %q", dest.DatasourceUID)
+		}
+	}
+	assert.Equal(t, 1, links)
+}

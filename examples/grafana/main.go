@@ -9,7 +9,11 @@
 // (p50, p90, p99 from classic buckets and from native histograms: each
 // panel shows whichever the Prometheus has), tokens/s in and out, the
 // cached-token share, requests by outcome, SLO attainment and goodput
-// from the counters, and requests in flight, per model ($model).
+// from the counters, and requests in flight, per model ($model). The p99
+// of every latency panel shows its exemplars: single requests, each linked
+// to its trace when the Prometheus data source is set up as
+// provisioning/datasources.yaml does (exemplar trace ids to a Jaeger data
+// source).
 package main
 
 //go:generate go run . -o llmmetrics.json
@@ -119,10 +123,17 @@ func panels(r role) []*panelBuilder {
 	} {
 		p := panel(l.title, l.desc, "s")
 		for _, q := range []float64{0.50, 0.90, 0.99} {
-			p = p.WithTarget(fmt.Sprintf(`histogram_quantile(%g, sum by (le, %s) (rate(%s_bucket{%s}[%s])))`, q, by, l.metric, l.sel, window),
-				fmt.Sprintf("p%g {{%s}}", 100*q, by))
-			p = p.WithTarget(fmt.Sprintf(`histogram_quantile(%g, sum by (%s) (rate(%s{%s}[%s])))`, q, by, l.metric, l.sel, window),
-				fmt.Sprintf("p%g {{%s}} (native)", 100*q, by))
+			// The p99 queries also ask for the exemplars of the series they
+			// read (the _bucket series or the native histogram, whichever
+			// exists, so each exemplar shows once): points of single
+			// requests, each with the trace id of its span, which the
+			// Prometheus data source links to the trace data source
+			// (provisioning/datasources.yaml).
+			exemplars := q == 0.99
+			p = p.withTarget(fmt.Sprintf(`histogram_quantile(%g, sum by (le, %s) (rate(%s_bucket{%s}[%s])))`, q, by, l.metric, l.sel, window),
+				fmt.Sprintf("p%g {{%s}}", 100*q, by), exemplars)
+			p = p.withTarget(fmt.Sprintf(`histogram_quantile(%g, sum by (%s) (rate(%s{%s}[%s])))`, q, by, l.metric, l.sel, window),
+				fmt.Sprintf("p%g {{%s}} (native)", 100*q, by), exemplars)
 		}
 		ps = append(ps, p)
 	}
@@ -168,8 +179,18 @@ func panel(title, desc, unit string) *panelBuilder {
 
 // WithTarget adds the query expr, its series named by legend.
 func (p *panelBuilder) WithTarget(expr, legend string) *panelBuilder {
-	p.PanelBuilder.WithTarget(prometheus.NewDataqueryBuilder().Expr(expr).LegendFormat(legend).
-		Datasource(datasourceRef).RefId(string(rune('A' + p.queries))))
+	return p.withTarget(expr, legend, false)
+}
+
+// withTarget adds the query expr, its series named by legend, and with
+// exemplars, the exemplars of the series it reads.
+func (p *panelBuilder) withTarget(expr, legend string, exemplars bool) *panelBuilder {
+	q := prometheus.NewDataqueryBuilder().Expr(expr).LegendFormat(legend).
+		Datasource(datasourceRef).RefId(string(rune('A' + p.queries)))
+	if exemplars {
+		q = q.Exemplar(true)
+	}
+	p.PanelBuilder.WithTarget(q)
 	p.queries++
 	return p
 }

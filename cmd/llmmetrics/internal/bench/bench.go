@@ -82,6 +82,10 @@ type env struct {
 	// newPacer makes the open loop's pacer (nil: the runtime's timers,
 	// which a testing/synctest bubble fakes).
 	newPacer func() pacer
+	// exporting: the OpenTelemetry environment asks for bench's metrics
+	// and spans (see startTelemetry), so the Tracker uses the global
+	// providers instead of a MeterProvider of its own.
+	exporting bool
 }
 
 // isTerminal reports whether f is a character device (a terminal).
@@ -307,6 +311,20 @@ func run(ctx context.Context, args []string, e env) int {
 	if err != nil {
 		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
 		return exitUsage
+	}
+	tel, err := startTelemetry(ctx, os.Getenv, e.stderr)
+	if err != nil {
+		// A bad OTEL_* variable (an unknown protocol or exporter).
+		fmt.Fprintf(e.stderr, "llmmetrics bench: %v\n", err)
+		return exitUsage
+	}
+	if tel != nil {
+		e.exporting = true
+		defer func() {
+			if err := tel.shutdown(); err != nil {
+				fmt.Fprintf(e.stderr, "llmmetrics bench: telemetry export at exit: %v\n", err)
+			}
+		}()
 	}
 	b, err := newBench(o, e)
 	if err != nil {

@@ -71,14 +71,20 @@ type slotKey struct{}
 
 func newBench(o options, e env) (*bench, error) {
 	b := &bench{o: o, e: e, model: o.model, apiKey: os.Getenv(o.keyEnv), prog: progress{w: e.stderr, live: e.live}}
-	tracker, err := llmmetrics.NewTracker(
-		llmmetrics.WithMeterProvider(metric.NewMeterProvider()), llmmetrics.WithoutWindow(),
+	// Without export, the Tracker's measurements go to an SDK provider of
+	// its own with no reader (the cost of measuring stays that of a real
+	// one); with export, to the global providers startTelemetry set.
+	trackerOpts := []llmmetrics.Option{llmmetrics.WithoutWindow()}
+	if !e.exporting {
+		trackerOpts = append(trackerOpts, llmmetrics.WithMeterProvider(metric.NewMeterProvider()))
+	}
+	tracker, err := llmmetrics.NewTracker(append(trackerOpts,
 		llmmetrics.WithOnEnd(func(ctx context.Context, r llmmetrics.Record) {
 			if slot, ok := ctx.Value(slotKey{}).(*llmmetrics.Record); ok {
 				rt, _ := ctx.Value(timingKey{}).(*reqTiming)
 				*slot = sentStart(r, rt)
 			}
-		}))
+		}))...)
 	if err != nil {
 		return nil, err
 	}
