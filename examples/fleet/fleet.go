@@ -15,8 +15,8 @@ type Line struct {
 	Role string `json:"role"`
 	// TraceID and SpanID are those of the span in the context the Record
 	// ended with, in hex ("" when it held none); Sampled says whether that
-	// span was sampled (exported). For a client Record that is the
-	// request's span (RequestSpan), or a span the Tracker made inside it.
+	// span was sampled (exported). For a client Record that is the GenAI
+	// span NewTransport made, a child of the request's span (RequestSpan).
 	TraceID string `json:"trace_id,omitempty"`
 	SpanID  string `json:"span_id,omitempty"`
 	Sampled bool   `json:"sampled,omitempty"`

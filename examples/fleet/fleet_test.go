@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmmetrics/llmmetrics"
 	"github.com/llmmetrics/llmmetrics/examples/fleet"
+	"github.com/llmmetrics/llmmetrics/llmmetricstest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -420,16 +422,85 @@ func checkTraces(t *testing.T, jaeger jaegerClient, service string, lines []flee
 		// of it with the wall clock, as the Record's times are).
 		assert.False(t, req.Start.After(l.Record.Start), "the request span starts before the Record: %v, %v", req.Start, l.Record.Start)
 		assert.False(t, req.End.Before(l.Record.End), "the request span ends after the Record: %v, %v", req.End, l.Record.End)
-		assert.True(t, slices.ContainsFunc(spans, func(s span) bool { return s.SpanID == l.SpanID }),
-			"the span the Record ended in, %s, is in trace %s", l.SpanID, l.TraceID)
+		j := slices.IndexFunc(spans, func(s span) bool { return s.SpanID == l.SpanID })
+		if !assert.GreaterOrEqual(t, j, 0, "the span the Record ended in, %s, is in trace %s", l.SpanID, l.TraceID) {
+			continue
+		}
+		checkGenAISpan(t, spans[j], l)
 	}
 	assert.Equal(t, 301, n)
 }
 
+// otlpKindClient is OTLP's SPAN_KIND_CLIENT.
+const otlpKindClient = 3
+
+// checkGenAISpan checks the GenAI span NewTransport made for a client
+// request, as Jaeger returns it, against the request's Record: the child
+// of the replica's request span, named by the operation and model, a
+// client span with the Record's Start and End, its attributes those the
+// Record tells (gen_ai.response.time_to_first_chunk its TTFT, the token
+// counts, who answered and why it ended), and a refused request's error.
+func checkGenAISpan(t *testing.T, s span, l fleet.Line) {
+	t.Helper()
+	r := l.Record
+	assert.NotEqual(t, l.RequestSpanID, s.SpanID, "the Tracker makes a span of its own")
+	assert.Equal(t, l.RequestSpanID, s.ParentSpanID, "the GenAI span is the request span's child")
+	// The replica's WithModels names the model it serves; a refused
+	// request's model (fleet.Missing) is "_OTHER", in its span as in its
+	// metrics.
+	model := llmmetricstest.DefaultModel
+	if r.Outcome != llmmetrics.OutcomeOK {
+		model = "_OTHER"
+	}
+	assert.Equal(t, "chat "+model, s.Name)
+	assert.Equal(t, otlpKindClient, s.Kind)
+	assert.True(t, s.Start.Equal(r.Start), "span start %v, Record start %v", s.Start, r.Start)
+	assert.True(t, s.End.Equal(r.End), "span end %v, Record end %v", s.End, r.End)
+	a := s.Attributes
+	assert.Equal(t, "chat", a["gen_ai.operation.name"])
+	assert.Equal(t, model, a["gen_ai.request.model"])
+	if r.Outcome != llmmetrics.OutcomeOK {
+		assert.Equal(t, "404", a["error.type"], "a refused request's span")
+		assert.Equal(t, "404", r.ErrorType)
+		return
+	}
+	assert.NotContains(t, a, "error.type")
+	ttft, ok := r.TTFT()
+	require.True(t, ok)
+	assert.Equal(t, strconv.FormatFloat(ttft.Seconds(), 'g', -1, 64), a["gen_ai.response.time_to_first_chunk"])
+	assert.Equal(t, strconv.Itoa(r.InputTokens), a["gen_ai.usage.input_tokens"])
+	assert.Equal(t, strconv.Itoa(r.OutputTokens), a["gen_ai.usage.output_tokens"])
+	assert.Equal(t, r.ResponseModel, a["gen_ai.response.model"])
+	assert.NotEmpty(t, r.ResponseModel, "the answer names its model")
+	assert.Equal(t, r.ResponseID, a["gen_ai.response.id"])
+	reasons, err := json.Marshal(r.FinishReasons)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(reasons), finishReasonsJSON(t, a["gen_ai.response.finish_reasons"]), "finish reasons")
+}
+
+// finishReasonsJSON turns an OTLP JSON array of string values, as
+// keyValue.text writes it ([{"stringValue":"stop"}]), into a JSON array of
+// strings.
+func finishReasonsJSON(t *testing.T, text string) string {
+	t.Helper()
+	var vals []struct {
+		S string `json:"stringValue"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(text), &vals), "%q", text)
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = v.S
+	}
+	b, err := json.Marshal(out)
+	require.NoError(t, err)
+	return string(b)
+}
+
 // checkExemplars reads the exemplars Prometheus holds for the client TTFT
 // histogram: each names the trace id and span id of the span a client
-// request was measured in (the request span the replica started) and
-// holds that request's TTFT, and Jaeger returns that trace with that span.
+// request was measured in (the GenAI span NewTransport made, a child of the
+// request span the replica started) and holds that request's TTFT, and
+// Jaeger returns that trace with that span.
 func checkExemplars(t *testing.T, prom promClient, jaeger jaegerClient, job string, from, to time.Time, lines []fleet.Line) {
 	t.Helper()
 	bySpan := map[string]fleet.Line{}
