@@ -132,7 +132,12 @@ func TestConnectionsReused(t *testing.T) {
 	require.Equal(t, exitOK, code, "stderr: %s", stderr.String())
 	mu.Lock()
 	defer mu.Unlock()
-	assert.LessOrEqual(t, len(conns), concurrency, "connections that carried a chat request")
+	// net/http puts a connection back in its idle pool from its read loop,
+	// after the body's EOF reached the caller: a client that sends its next
+	// request at once may find the pool empty and dial, more often when
+	// both cores are busy. Twice the clients still tells reuse from a
+	// connection per request (288 requests here).
+	assert.LessOrEqual(t, len(conns), 2*concurrency, "connections that carried a chat request")
 }
 
 // closeCounter counts CloseIdleConnections calls.
