@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -356,17 +357,9 @@ func firstSet(ts ...time.Time) time.Time {
 // glV02Record reads a GenerativeTextResponseStats or
 // GenerativeTextErrorStats.
 func glV02Record(q *glRequest, l glList) (rec llmmetrics.Record, cached bool, err error) {
-	if q.StartTime == nil || q.EndTime == nil {
-		return rec, false, fmt.Errorf("a request without start_time and end_time (v0.2, v0.3) or info.timings (v0.4 and later): not a GuideLLM version report reads")
-	}
-	var start, end time.Time
-	if start, err = glTime(q.StartTime, "start_time"); err != nil {
+	if rec, err = glStartEnd(q, "a request without start_time and end_time (v0.2, v0.3) or info.timings (v0.4 and later): not a GuideLLM version report reads"); err != nil {
 		return rec, false, err
 	}
-	if end, err = glTime(q.EndTime, "end_time"); err != nil {
-		return rec, false, err
-	}
-	rec = llmmetrics.Record{Start: start, End: end, Outcome: llmmetrics.OutcomeOK}
 	if rec.InputTokens, _, err = glCount(q.PromptTokens, "prompt_tokens"); err != nil {
 		return rec, false, err
 	}
@@ -397,20 +390,29 @@ func glV02Record(q *glRequest, l glList) (rec llmmetrics.Record, cached bool, er
 	return rec, false, nil
 }
 
+// glStartEnd returns an OK Record of q's start_time and end_time (Unix
+// seconds), or the error missing when q lacks either.
+func glStartEnd(q *glRequest, missing string) (llmmetrics.Record, error) {
+	if q.StartTime == nil || q.EndTime == nil {
+		return llmmetrics.Record{}, errors.New(missing)
+	}
+	start, err := glTime(q.StartTime, "start_time")
+	if err != nil {
+		return llmmetrics.Record{}, err
+	}
+	end, err := glTime(q.EndTime, "end_time")
+	if err != nil {
+		return llmmetrics.Record{}, err
+	}
+	return llmmetrics.Record{Start: start, End: end, Outcome: llmmetrics.OutcomeOK}, nil
+}
+
 // glV01Record reads a v0.1 TextGenerationResult: times in Unix seconds but
 // first_token_time, the wait for the first token.
 func glV01Record(q *glRequest) (rec llmmetrics.Record, cached bool, err error) {
-	if q.StartTime == nil || q.EndTime == nil {
-		return rec, false, fmt.Errorf("a result without start_time and end_time")
-	}
-	var start, end time.Time
-	if start, err = glTime(q.StartTime, "start_time"); err != nil {
+	if rec, err = glStartEnd(q, "a result without start_time and end_time"); err != nil {
 		return rec, false, err
 	}
-	if end, err = glTime(q.EndTime, "end_time"); err != nil {
-		return rec, false, err
-	}
-	rec = llmmetrics.Record{Start: start, End: end, Outcome: llmmetrics.OutcomeOK}
 	if rec.InputTokens, _, err = glCount(q.PromptTokenCount, "prompt_token_count"); err != nil {
 		return rec, false, err
 	}
@@ -424,7 +426,7 @@ func glV01Record(q *glRequest) (rec llmmetrics.Record, cached bool, err error) {
 	if !ok || ttft < 0 {
 		return rec, false, fmt.Errorf("first_token_time %v s out of range", *q.FirstTokenAt)
 	}
-	rec.FirstToken = start.Add(ttft)
+	rec.FirstToken = rec.Start.Add(ttft)
 	if q.DecodeTimes != nil {
 		rec.ITL = make([]time.Duration, len(q.DecodeTimes.Data))
 		for i, g := range q.DecodeTimes.Data {
