@@ -70,8 +70,10 @@ func (p *bodyRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // native /api/chat: tasks of 3 steps at 1 and 2 concurrent agents. Every
 // step but the last offers the tools (Ollama cannot force a call); the
 // random model does not call them, which the run counts and says, and
-// every task still runs its steps, its context growing by the answer and
-// the tool's result as Ollama counts it, and is measured.
+// every task still runs its steps and is measured. The first step's input
+// is what bench asked, exactly; a later step's is what it asked plus what
+// its earlier answers' texts take in the prompt beyond their 12 tokens
+// (Ollama counts each), exactly.
 func TestBenchAgent(t *testing.T) {
 	s := startOllama(t, "OLLAMA_NUM_PARALLEL=4", "OLLAMA_CONTEXT_LENGTH=8192")
 	require.NoError(t, s.createFrom(needOllama(t), toolsModel, toolsModelfile), "%s", s.log.tail(4000))
@@ -110,6 +112,8 @@ func TestBenchAgent(t *testing.T) {
 	require.Len(t, lines, 12, "two tasks of 3 steps at each level")
 	calls, forced := 0, 0
 	inputs := map[[2]int][]int{} // (load, session) → input tokens by step
+	asked := map[int]int{}       // step → asked input tokens
+	counted := map[int][]int{}   // step → Ollama's counts of its requests
 	for i, l := range lines {
 		assert.Equal(t, llmmetrics.OutcomeOK, l.Record.Outcome, "record %d: %s", i, l.Record.ErrorType)
 		assert.Equal(t, 3, l.TaskSteps)
@@ -120,15 +124,19 @@ func TestBenchAgent(t *testing.T) {
 		}
 		t.Logf("load %g task %d step %d: asked %d input tokens, Ollama counted %d", l.Load, l.Session, l.Step, l.AskedInput, l.Record.InputTokens)
 		// The first step is sized exactly (the template's overheads for
-		// the system message and the tools calibrated); a later one
-		// counts each earlier answer at the output tokens Ollama reported
-		// for it, which its text re-tokenized in the prompt may exceed by
-		// a token or a few.
+		// the system message and the tools calibrated); a later one is
+		// checked below, against the texts of its earlier answers.
 		if l.Step == 1 {
 			assert.Equal(t, l.AskedInput, l.Record.InputTokens, "task %d step 1", l.Session)
-		} else {
-			assert.InDelta(t, l.AskedInput, l.Record.InputTokens, float64(3*(l.Step-1)), "task %d step %d", l.Session, l.Step)
 		}
+		if l.Step < l.TaskSteps {
+			assert.Equal(t, 12, l.Record.OutputTokens, "task %d step %d: the random model never stops before the limit", l.Session, l.Step)
+		}
+		if a, ok := asked[l.Step]; ok {
+			assert.Equal(t, a, l.AskedInput, "step %d: every task's step asks the same (the lengths are constants)", l.Step)
+		}
+		asked[l.Step] = l.AskedInput
+		counted[l.Step] = append(counted[l.Step], l.Record.InputTokens)
 		key := [2]int{int(l.Load), l.Session}
 		inputs[key] = append(inputs[key], l.Record.InputTokens)
 	}
@@ -143,20 +151,54 @@ func TestBenchAgent(t *testing.T) {
 	bodies := rec.bodies
 	rec.mu.Unlock()
 	withTools := 0
+	hc := newClient(t)
+	resent := map[int][]int{} // step → Ollama's counts of the bodies sent
 	for _, b := range bodies {
 		var req struct {
 			Tools    []json.RawMessage `json:"tools"`
 			Messages []struct {
-				Role string `json:"role"`
+				Role      string            `json:"role"`
+				Content   string            `json:"content"`
+				ToolCalls []json.RawMessage `json:"tool_calls"`
 			} `json:"messages"`
+			Options struct {
+				NumPredict int `json:"num_predict"`
+			} `json:"options"`
 		}
 		require.NoError(t, json.Unmarshal(b, &req))
+		if req.Options.NumPredict != 12 {
+			continue // one of bench's calibration probes, not a step
+		}
 		if len(req.Tools) > 0 {
 			withTools++
 			assert.Len(t, req.Tools, 6, "the agent's tools")
 		}
+		// A later step counts each earlier answer at the 12 output tokens
+		// Ollama reported for it; in the prompt the answer is its text
+		// re-tokenized after the template's "assistant: ", which can take
+		// another number of tokens (the random model's pieces merge or
+		// split differently, and its text starts with a space of its
+		// own). Ollama counts that text here: the same prefix with and
+		// without it, raw (no template). The step's count is then exact.
+		step, drift := 1, 0
+		for _, m := range req.Messages {
+			if m.Role != "assistant" {
+				continue
+			}
+			step++
+			require.Empty(t, m.ToolCalls, "the random model calls no tool")
+			drift += rawCount(t, hc, s.base, "assistant: "+m.Content) - rawCount(t, hc, s.base, "assistant:") - 12
+		}
+		n := countBody(t, hc, s.base, b)
+		resent[step] = append(resent[step], n)
+		if step > 1 {
+			assert.Equal(t, asked[step]+drift, n, "a step %d request: asked %d input tokens, its answers' texts %+d, Ollama counted %d", step, asked[step], drift, n)
+		}
 	}
 	assert.Equal(t, 8, withTools, "the requests of steps 1 and 2 offer the tools")
+	for step, c := range counted {
+		assert.ElementsMatch(t, resent[step], c, "step %d: the records count what Ollama counts of the bodies sent", step)
+	}
 
 	var res struct {
 		Levels []struct {
@@ -181,6 +223,32 @@ func TestBenchAgent(t *testing.T) {
 	if missed > 0 {
 		assert.Contains(t, stdout.String(), "asked for a tool call and were answered without one")
 	}
+}
+
+// rawCount is how many tokens Ollama counts in prompt, sent raw (no
+// template) to toolsModel.
+func rawCount(t *testing.T, hc *http.Client, base, prompt string) int {
+	t.Helper()
+	var a nativeAnswer
+	require.NoError(t, post(t.Context(), hc, base+"/api/generate", map[string]any{
+		"model": toolsModel, "prompt": prompt, "raw": true, "stream": false,
+		"options": map[string]any{"num_predict": 1},
+	}, &a))
+	return a.PromptEvalCount
+}
+
+// countBody is how many input tokens Ollama counts in a chat request's
+// body, sent again without streaming and asking one token (the prompt is
+// the same).
+func countBody(t *testing.T, hc *http.Client, base string, body []byte) int {
+	t.Helper()
+	var req map[string]any
+	require.NoError(t, json.Unmarshal(body, &req))
+	req["stream"] = false
+	req["options"] = map[string]any{"num_predict": 1}
+	var a nativeAnswer
+	require.NoError(t, post(t.Context(), hc, base+"/api/chat", req, &a))
+	return a.PromptEvalCount
 }
 
 // agentLine is what the test reads of a records.jsonl line.
