@@ -197,6 +197,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		for range 3 {
 			<-done
 		}
+		// A handler ends once its last token is out; the scheduler ends
+		// the step and publishes its gauges after that: wait for it.
+		synctest.Wait()
 		m = get()
 		st := s.Stats()
 		assert.Equal(t, 200, st.CachedPromptTokens, "the 2nd and 3rd requests hit")
