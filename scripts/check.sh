@@ -27,11 +27,13 @@ stress() {
   command -v stress-ng >/dev/null || fail "--stress needs stress-ng (Debian: apt-get install stress-ng)"
   step "go test -race -count=10 $* with one core kept busy (stress-ng --cpu 1)"
   stress-ng --cpu 1 --quiet &
-  local load=$!
-  trap 'kill "$load" 2>/dev/null || true' EXIT
+  # Not local: the EXIT trap runs after the function has returned when a
+  # test fails, and must still find the load to stop it.
+  stress_load=$!
+  trap 'kill "$stress_load" 2>/dev/null || true' EXIT
   go test -race -count=10 -timeout 60m "$@"
-  kill "$load" 2>/dev/null || true
-  wait "$load" 2>/dev/null || true
+  kill "$stress_load" 2>/dev/null || true
+  wait "$stress_load" 2>/dev/null || true
   trap - EXIT
   echo "passed 10 runs under load"
 }
